@@ -1,0 +1,404 @@
+package org.spanheap;
+
+import org.spanheap.internal.HeapArena;
+import org.spanheap.internal.SpanHeapImpl;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * An off-heap allocator: native memory segments from a lock-free span allocator, freed
+ * one by one with {@link #free(MemorySegment)} or in bulk by closing an
+ * {@linkplain #newArena() arena}.
+ *
+ * <p>A heap owns one large reservation of virtual memory (its arena, committed on demand)
+ * and large objects mapped beside it. It is thread-safe: any thread may allocate, and any
+ * thread may free any block. Segments it returns are native segments of the heap's
+ * scope: once the heap is {@linkplain #close() closed}, accessing them throws
+ * {@link IllegalStateException} instead of touching unmapped memory.
+ *
+ * {@snippet :
+ * try (SpanHeap heap = SpanHeap.create()) {
+ *     MemorySegment a = heap.allocate(100);              // zeroed, aligned to at least 16
+ *     MemorySegment b = heap.allocate(4096, 4096);
+ *     heap.free(a);
+ *     try (Arena arena = heap.newArena()) {              // a java.lang.foreign.Arena
+ *         MemorySegment s = arena.allocateFrom("hello");
+ *     }                                                  // freed in bulk here
+ *     System.out.println(heap.stats());
+ * }
+ * }
+ *
+ * @implNote Platform threads keep a small cache of free blocks per size class for each
+ * heap they use (by default at most 64 blocks or 64 KiB per class). Allocating and
+ * freeing a block up to the largest size class is then O(1) Java code without a native
+ * call; one native call in 32 or so refills or drains a cache in a batch. Virtual threads
+ * do not get a cache each: they share a few striped caches (4 per core) taken with a
+ * try-lock; when their stripe is busy they make one short native call instead (the native
+ * core's per-carrier cache), which never unmounts the virtual thread. Larger blocks are
+ * mapped directly: allocating and freeing them calls into the kernel. Blocks cached by
+ * threads that terminate return to the heap when another thread creates its cache, on
+ * {@link #stats()}, {@link #flushThreadCache()}, or when an allocation hits the byte limit.
+ *
+ * @see Builder
+ */
+public final class SpanHeap implements AutoCloseable {
+
+    /** Default of {@link Builder#threadCacheBlocks(int)}. */
+    public static final int DEFAULT_CACHE_BLOCKS = 64;
+    /** Default of {@link Builder#threadCacheBytesPerClass(long)}. */
+    public static final long DEFAULT_CACHE_BYTES_PER_CLASS = 64 * 1024;
+
+    private final SpanHeapImpl impl;
+
+    private SpanHeap(SpanHeapImpl impl) {
+        this.impl = impl;
+    }
+
+    /**
+     * {@return a new heap with default settings} The arena reservation is the native
+     * default (64 GiB of address space, committed on demand), with no byte limit.
+     *
+     * @throws SpanHeapOutOfMemoryError if the address space cannot be reserved
+     * @throws UnsatisfiedLinkError if the native library cannot be loaded (not x86-64 Linux,
+     *         or the library is missing)
+     */
+    public static SpanHeap create() {
+        return builder().build();
+    }
+
+    /** {@return a builder for a heap with non-default settings} */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    private static final class GlobalHolder {
+        static final SpanHeap GLOBAL = new Builder().buildGlobal();
+    }
+
+    /**
+     * {@return the process-wide default heap} It is created with default settings on first
+     * use and is never closed: {@link #close()} on it throws
+     * {@link UnsupportedOperationException}.
+     *
+     * @throws UnsatisfiedLinkError if the native library cannot be loaded
+     */
+    public static SpanHeap global() {
+        return GlobalHolder.GLOBAL;
+    }
+
+    /**
+     * {@return a new zeroed segment of {@code byteSize} bytes, aligned to at least 16}
+     * Like {@link Arena#allocate(long)}, the contents are zero.
+     *
+     * @param byteSize the size in bytes, may be 0
+     * @throws IllegalArgumentException if {@code byteSize < 0}
+     * @throws SpanHeapOutOfMemoryError if the byte limit would be exceeded, or the memory
+     *         cannot be obtained
+     * @throws IllegalStateException if the heap is closed
+     * @implNote Zeroing costs about one store per 32 bytes; use
+     * {@link #allocateUninitialized(long)} where the caller overwrites the segment anyway.
+     */
+    public MemorySegment allocate(long byteSize) {
+        return allocate(byteSize, 1);
+    }
+
+    /**
+     * {@return a new zeroed segment of {@code byteSize} bytes, aligned to
+     * {@code byteAlignment}} Alignments up to 16 cost nothing extra; larger alignments are
+     * served from a size class whose blocks are naturally aligned where one exists,
+     * otherwise by the native core.
+     *
+     * @param byteSize the size in bytes, may be 0
+     * @param byteAlignment the alignment in bytes, a power of two
+     * @throws IllegalArgumentException if {@code byteSize < 0}, or {@code byteAlignment} is
+     *         not a power of two
+     * @throws SpanHeapOutOfMemoryError if the byte limit would be exceeded, or the memory
+     *         cannot be obtained
+     * @throws IllegalStateException if the heap is closed
+     */
+    public MemorySegment allocate(long byteSize, long byteAlignment) {
+        MemorySegment s = impl.segment(impl.allocateAddress(byteSize, byteAlignment), byteSize);
+        s.fill((byte) 0);
+        return s;
+    }
+
+    /**
+     * {@return a new segment of {@code byteSize} bytes, aligned to at least 16, whose
+     * contents are unspecified} The contents may be anything a previous owner of the
+     * memory wrote to it (always memory of this heap, never of another process).
+     *
+     * @param byteSize the size in bytes, may be 0
+     * @throws IllegalArgumentException if {@code byteSize < 0}
+     * @throws SpanHeapOutOfMemoryError if the byte limit would be exceeded, or the memory
+     *         cannot be obtained
+     * @throws IllegalStateException if the heap is closed
+     */
+    public MemorySegment allocateUninitialized(long byteSize) {
+        return impl.segment(impl.allocateAddress(byteSize, 1), byteSize);
+    }
+
+    /**
+     * {@return a new segment of {@code byteSize} bytes aligned to {@code byteAlignment},
+     * whose contents are unspecified}
+     *
+     * @param byteSize the size in bytes, may be 0
+     * @param byteAlignment the alignment in bytes, a power of two
+     * @throws IllegalArgumentException if {@code byteSize < 0}, or {@code byteAlignment} is
+     *         not a power of two
+     * @throws SpanHeapOutOfMemoryError if the byte limit would be exceeded, or the memory
+     *         cannot be obtained
+     * @throws IllegalStateException if the heap is closed
+     */
+    public MemorySegment allocateUninitialized(long byteSize, long byteAlignment) {
+        return impl.segment(impl.allocateAddress(byteSize, byteAlignment), byteSize);
+    }
+
+    /**
+     * Frees a segment that {@code allocate} or {@code allocateUninitialized} of this heap
+     * returned. Any thread may free any block. The segment (and slices of it) must not be
+     * accessed afterwards: the memory may be handed out again.
+     *
+     * {@snippet :
+     * MemorySegment s = heap.allocate(64);
+     * s.set(ValueLayout.JAVA_LONG, 0, 42);
+     * heap.free(s);
+     * }
+     *
+     * @param segment a segment from this heap, at the start of its block
+     * @throws NullPointerException if {@code segment} is null
+     * @throws IllegalArgumentException if the segment was not allocated by this heap:
+     *         it comes from another heap, from an arena (also one of {@link #newArena()}:
+     *         close the arena instead), from {@link Arena#ofConfined()}, or it is a slice
+     *         that does not start at a block
+     * @throws IllegalStateException if the block is already free (double free), or the
+     *         heap is closed
+     * @implNote The checks (address in the arena, span header, block boundary, free mark)
+     * run in Java without a native call. A double free is always detected when the
+     * frees happen one after the other; two threads freeing the same block at the same
+     * instant is a caller bug that this check does not promise to catch.
+     */
+    public void free(MemorySegment segment) {
+        impl.free(segment);
+    }
+
+    /**
+     * {@return a new confined arena whose memory comes from this heap}
+     * Every FFM API that takes an {@link Arena} or a
+     * {@link java.lang.foreign.SegmentAllocator} works with it. Its segments are zeroed,
+     * carry the arena's scope (access after {@link Arena#close()} throws), and can only be
+     * accessed by the thread that created the arena. Closing the arena frees all its
+     * blocks at once; {@link #free(MemorySegment)} rejects them.
+     *
+     * {@snippet :
+     * try (Arena arena = heap.newArena()) {
+     *     MemorySegment name = arena.allocateFrom("hello");
+     *     MemorySegment ints = arena.allocate(ValueLayout.JAVA_INT, 100);
+     * }
+     * }
+     *
+     * <p>If this heap is closed while the arena is open, the arena can no longer allocate,
+     * but its segments stay valid until it is closed: the heap's memory is released when
+     * the last of its arenas closes.
+     *
+     * @throws IllegalStateException if the heap is closed
+     * @implNote There is no shared (multi-thread) variant: a segment of a shared scope can
+     * be accessed by any thread, so closing it needs {@code Arena.ofShared()}'s handshake
+     * with every thread (tens of microseconds) for every arena. Share segments of the heap
+     * itself ({@link #allocate(long)}) instead; they are freed individually.
+     */
+    public Arena newArena() {
+        return new HeapArena(impl);
+    }
+
+    /**
+     * {@return a snapshot of this heap's memory use}
+     * Blocks held free in Java thread caches are reported as cached, not live.
+     *
+     * @throws IllegalStateException if the heap is closed
+     * @implNote O(threads that used the heap + size classes); takes a lock shared with
+     * thread-cache creation, and returns caches of terminated threads to the heap first.
+     */
+    public HeapStats stats() {
+        return impl.stats();
+    }
+
+    /**
+     * {@return the usable bytes of the block that {@code segment} starts} At least the
+     * segment's size.
+     *
+     * @param segment a live segment from this heap
+     * @throws IllegalArgumentException if the segment does not start a live block of this heap
+     * @throws IllegalStateException if the heap is closed
+     */
+    public long usableSize(MemorySegment segment) {
+        return impl.usableSize(segment);
+    }
+
+    /**
+     * Returns the free blocks cached by the calling thread, and by terminated threads, to
+     * the heap. Useful before a platform thread goes idle for a long time.
+     *
+     * @throws IllegalStateException if the heap is closed
+     */
+    public void flushThreadCache() {
+        impl.flushThreadCache();
+    }
+
+    /** {@return whether this heap is open} */
+    public boolean isOpen() {
+        return impl.isOpen();
+    }
+
+    /**
+     * Closes this heap: afterwards every method but {@code isOpen} and {@code close} throws
+     * {@link IllegalStateException}, and so does any access through a segment the heap
+     * returned. Closing a closed heap has no effect. Safe while other threads still use
+     * the heap: their calls complete or throw.
+     *
+     * @throws UnsupportedOperationException if this is the {@linkplain #global() global} heap
+     * @implNote Closing performs a handshake with all threads (like closing
+     * {@link Arena#ofShared()}). The memory is returned to the OS now, or when the last
+     * open {@linkplain #newArena() arena} of this heap closes.
+     */
+    @Override
+    public void close() {
+        impl.close();
+    }
+
+    @Override
+    public String toString() {
+        return "SpanHeap[" + (impl.isGlobal() ? "global" : isOpen() ? "open" : "closed") + "]";
+    }
+
+    /**
+     * Settings for a new {@link SpanHeap}.
+     *
+     * {@snippet :
+     * SpanHeap heap = SpanHeap.builder()
+     *         .reserveBytes(1L << 30)          // 1 GiB of address space
+     *         .byteLimit(256L << 20)           // at most 256 MiB in use
+     *         .build();
+     * }
+     */
+    public static final class Builder {
+        private long reserveBytes;
+        private long byteLimit;
+        private int reuseThresholdPercent;
+        private boolean allowHugePages;
+        private int cacheBlocks = DEFAULT_CACHE_BLOCKS;
+        private long cacheBytesPerClass = DEFAULT_CACHE_BYTES_PER_CLASS;
+
+        private Builder() {}
+
+        /**
+         * Sets the virtual address space to reserve for the arena; 0 (the default) means
+         * the native default (64 GiB). Memory is committed only as it is used.
+         *
+         * @param bytes the reservation in bytes, or 0
+         * @return this builder
+         * @throws IllegalArgumentException if {@code bytes < 0}
+         */
+        public Builder reserveBytes(long bytes) {
+            if (bytes < 0) {
+                throw new IllegalArgumentException("reserve bytes must be >= 0: " + bytes);
+            }
+            this.reserveBytes = bytes;
+            return this;
+        }
+
+        /**
+         * Sets a cap on the memory the heap takes from the OS for spans in use and large
+         * objects; 0 (the default) means no limit. Allocations beyond it throw
+         * {@link SpanHeapOutOfMemoryError}. Blocks in thread caches count against it.
+         *
+         * @param bytes the limit in bytes, or 0
+         * @return this builder
+         * @throws IllegalArgumentException if {@code bytes < 0}
+         */
+        public Builder byteLimit(long bytes) {
+            if (bytes < 0) {
+                throw new IllegalArgumentException("byte limit must be >= 0: " + bytes);
+            }
+            this.byteLimit = bytes;
+            return this;
+        }
+
+        /**
+         * Sets scalloc's reusability threshold: a span whose share of used blocks drops
+         * below this percentage can be reused by other threads; 0 means the native default.
+         *
+         * @param percent the threshold in percent, or 0
+         * @return this builder
+         * @throws IllegalArgumentException if {@code percent} is not in [0, 100]
+         */
+        public Builder reuseThresholdPercent(int percent) {
+            if (percent < 0 || percent > 100) {
+                throw new IllegalArgumentException("reuse threshold must be in [0, 100]: " + percent);
+            }
+            this.reuseThresholdPercent = percent;
+            return this;
+        }
+
+        /**
+         * Sets whether the arena may use transparent huge pages (default false).
+         *
+         * @param allow whether to allow transparent huge pages
+         * @return this builder
+         */
+        public Builder allowHugePages(boolean allow) {
+            this.allowHugePages = allow;
+            return this;
+        }
+
+        /**
+         * Sets the most free blocks a platform thread caches per size class
+         * (default {@value SpanHeap#DEFAULT_CACHE_BLOCKS}); 0 disables the Java caches,
+         * so every allocation is a native call.
+         *
+         * @param blocks the most cached blocks per size class and thread, or 0
+         * @return this builder
+         * @throws IllegalArgumentException if {@code blocks < 0} or {@code blocks > 4096}
+         */
+        public Builder threadCacheBlocks(int blocks) {
+            if (blocks < 0 || blocks > 4096) {
+                throw new IllegalArgumentException("thread cache blocks must be in [0, 4096]: " + blocks);
+            }
+            this.cacheBlocks = blocks;
+            return this;
+        }
+
+        /**
+         * Sets the most bytes a platform thread caches per size class (default
+         * {@value SpanHeap#DEFAULT_CACHE_BYTES_PER_CLASS}); a class whose cache would hold
+         * fewer than 2 blocks is not cached.
+         *
+         * @param bytes the most cached bytes per size class and thread
+         * @return this builder
+         * @throws IllegalArgumentException if {@code bytes < 0}
+         */
+        public Builder threadCacheBytesPerClass(long bytes) {
+            if (bytes < 0) {
+                throw new IllegalArgumentException("thread cache bytes must be >= 0: " + bytes);
+            }
+            this.cacheBytesPerClass = bytes;
+            return this;
+        }
+
+        /**
+         * {@return a new heap with these settings}
+         *
+         * @throws SpanHeapOutOfMemoryError if the address space cannot be reserved
+         * @throws UnsatisfiedLinkError if the native library cannot be loaded
+         */
+        public SpanHeap build() {
+            return new SpanHeap(new SpanHeapImpl(reserveBytes, byteLimit, reuseThresholdPercent,
+                    allowHugePages, cacheBlocks, cacheBytesPerClass, false));
+        }
+
+        private SpanHeap buildGlobal() {
+            return new SpanHeap(new SpanHeapImpl(reserveBytes, byteLimit, reuseThresholdPercent,
+                    allowHugePages, cacheBlocks, cacheBytesPerClass, true));
+        }
+    }
+}

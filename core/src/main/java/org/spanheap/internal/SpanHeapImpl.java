@@ -1,0 +1,919 @@
+package org.spanheap.internal;
+
+import org.spanheap.HeapStats;
+import org.spanheap.SpanHeapOutOfMemoryError;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.ArrayList;
+import java.util.List;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
+import static org.spanheap.internal.SpanLayout.BLOCK_FREE_MARK_OFFSET;
+import static org.spanheap.internal.SpanLayout.MIN_ALIGNMENT;
+
+/**
+ * The engine behind {@link org.spanheap.SpanHeap}: argument checks, the Java fast path
+ * (thread caches), the calls into the native heap, error mapping and the heap's lifetime.
+ *
+ * <h2>Lifetime and close safety</h2>
+ * Every native memory access of the heap (span headers, free marks, the frontier) and the
+ * {@code sh_heap *} argument of every downcall go through segments of one shared
+ * {@linkplain #lifetime lifetime arena}. Segments handed to callers by {@code allocate}
+ * carry the same scope. {@link #close()} closes that arena:
+ * <ul>
+ * <li>a downcall acquires the scope for its duration, so {@code Arena.close} fails while
+ *     any thread is inside the native heap (close retries until it succeeds, and new
+ *     downcalls stop once {@link #closing} is set);</li>
+ * <li>the JDK's close handshake waits for every thread inside a memory access of the scope;
+ *     accesses after it throw {@link IllegalStateException}.</li>
+ * </ul>
+ * So after the arena is closed nobody can be inside the native heap and
+ * {@code sh_heap_destroy} is safe. It runs when the last {@linkplain #refs reference}
+ * goes: the heap holds one, each open {@link HeapArena} one (its segments have their own
+ * confined scope and point into the heap's memory, which must stay mapped until the arena
+ * closes).
+ *
+ * <h2>Threads</h2>
+ * Platform threads get a {@link ThreadCache} per heap (bounded magazines per size class);
+ * allocate and free from a magazine never cross into C. Virtual threads never get one:
+ * they share {@link #stripes} (4 per core) under a try-lock, and when their stripe is taken
+ * they call {@code sh_alloc}/{@code sh_free_checked} through critical downcalls, which
+ * cannot unmount them, so they use the native core's per-OS-thread (per-carrier) cache.
+ */
+public final class SpanHeapImpl {
+
+    /** Largest request size or size + alignment considered at all; x86-64 has 2^47 bytes of user space. */
+    static final long MAX_REQUEST = 1L << 46;
+
+    /** Slots of the thread-id-indexed cache table, a power of two. */
+    static final int CACHE_TABLE_SIZE = 1024;
+    private static final VarHandle TABLE = MethodHandles.arrayElementVarHandle(ThreadCache[].class);
+    private static final VarHandle CLOSING;
+    static {
+        try {
+            MethodHandles.Lookup l = MethodHandles.lookup();
+            CLOSING = l.findVarHandle(SpanHeapImpl.class, "closing", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    // ---- read-only after construction (read by every thread on the fast path) ----
+    private final SizeClassTable classes;
+    /**
+     * Per class c, what the free fast path reads, packed in one array so that C2 smears the
+     * four range checks into one: [4c] payload offset, [4c+1] payload bytes, [4c+2] divisor
+     * (see {@link SizeClassTable}), [4c+3] magazine limit.
+     */
+    private final long[] classData;
+    private final byte[] classOf;
+    /** Classes {@code [0, cachedClassCount)} have magazines; the largest block size among them. */
+    private final int cachedClassCount;
+    private final long maxCachedSize;
+    private final Arena lifetime;
+    private final MemorySegment.Scope scope;
+    /** {@code sh_heap *} as a zero-length segment of {@link #lifetime}: passing it acquires the scope. */
+    private final MemorySegment handle;
+    private final long heapAddress;
+    /**
+     * The whole arena reservation, scope {@link #lifetime}; only [base, *frontier) is touched.
+     * Accessed with {@code JAVA_LONG_UNALIGNED} although every offset used is 8-aligned by
+     * construction: the unaligned layout skips a redundant alignment check, which keeps the
+     * compiled free path under C2's {@code InlineSmallCode} (2500 bytes), so callers inline
+     * {@code free} and the segment argument is scalar-replaced (measured: 6 ns instead of 30).
+     */
+    private final MemorySegment arena;
+    /** The native {@code uint64_t} frontier, scope {@link #lifetime}. */
+    private final MemorySegment frontier;
+    private final long base;
+    private final long arenaSize;
+    private final long spanMask;
+    private final long freeKey;
+    /** Per class: first magazine slot, and one past the last ({@code limit == base}: uncached class). */
+    private final int[] cacheBase;
+    private final int[] cacheLimit;
+    private final int cacheSlots;
+    /**
+     * Fast lookup of the calling platform thread's cache: slot {@code threadId & (size - 1)}
+     * holds the cache of at most one thread; a thread whose slot is taken by another live
+     * thread finds its cache through {@link #caches} instead. A {@code ThreadLocal} lookup
+     * costs about 5 ns, twice per allocate+free; this costs a field and an array load.
+     * Plain loads: a {@link ThreadCache}'s fields are final, so a cache read through a racy
+     * reference is fully initialised (JLS 17.5); stores are releases under the registry lock.
+     */
+    private final ThreadCache[] byThread = new ThreadCache[CACHE_TABLE_SIZE];
+    private final ThreadLocal<ThreadCache> caches;
+    /**
+     * Caches shared by virtual threads (4 per core, a power of two), chosen by thread id and
+     * used under a try-lock: a virtual thread that finds its stripe taken does not wait, it
+     * calls the native heap directly. Empty if no class is cached.
+     */
+    private final ThreadCache[] stripes;
+    private final boolean global;
+
+    /**
+     * Cached {@code *frontier - base}; only grows. Plain loads and stores (racy by design): any
+     * value some thread stored is a lower bound of the real frontier, which is monotonic, and a
+     * stale one only sends the caller to {@link #refreshFrontier()}. Aligned 64-bit plain
+     * accesses do not tear on the 64-bit JVMs spanheap supports. Not opaque: an opaque access
+     * is a compiler barrier that would force the fast path to reload every field after it.
+     * Written only when a span beyond the cached value is first freed into, so it does not
+     * need a cache line of its own.
+     */
+    private long frontierOffset;
+
+    /**
+     * Set once by {@link #close()} before it closes the lifetime arena. Opaque: it only steers
+     * threads away from new downcalls so close converges; safety comes from the arena.
+     */
+    @SuppressWarnings("unused")
+    private boolean closing;
+
+    /** Registered caches of platform threads; guarded by itself. */
+    private final ArrayList<ThreadCache> registry = new ArrayList<>();
+
+    /** References to the native heap; in its own padded object (see {@link RefCount}). */
+    private final RefCount refs = new RefCount();
+
+    public SpanHeapImpl(long reserveBytes, long byteLimit, int reuseThresholdPercent,
+                        boolean allowHugePages, int cacheBlocks, long cacheBytesPerClass, boolean global) {
+        this.classes = SizeClassTable.get();
+        this.classOf = classes.classOfTable();
+        this.global = global;
+        long heap;
+        try (Arena tmp = Arena.ofConfined()) {
+            MemorySegment config = tmp.allocate(SpanLayout.SH_CONFIG);
+            NativeHeap.configInit(config);
+            config.set(JAVA_LONG, SpanLayout.CONFIG_RESERVE_BYTES, reserveBytes);
+            config.set(JAVA_LONG, SpanLayout.CONFIG_BYTE_LIMIT, byteLimit);
+            config.set(JAVA_INT, SpanLayout.CONFIG_REUSE_THRESHOLD_PCT, reuseThresholdPercent);
+            config.set(JAVA_INT, SpanLayout.CONFIG_ALLOW_HUGE_PAGES, allowHugePages ? 1 : 0);
+            heap = NativeHeap.heapCreate(config);
+        }
+        if (heap == 0) {
+            int code = NativeHeap.lastError();
+            throw new SpanHeapOutOfMemoryError("sh_heap_create failed (" + errorName(code)
+                    + ") for a reservation of " + reserveBytes + " bytes", code == SpanLayout.SH_E_LIMIT);
+        }
+        this.heapAddress = heap;
+        this.lifetime = Arena.ofShared();
+        this.scope = lifetime.scope();
+        this.handle = MemorySegment.ofAddress(heap).reinterpret(lifetime, null);
+
+        long[] layout = new long[(int) (SpanLayout.SH_LAYOUT.byteSize() / 8)];
+        MemorySegment out = MemorySegment.ofArray(layout);
+        NativeHeap.heapLayout(handle, out);
+        this.base = out.get(JAVA_LONG, SpanLayout.LAYOUT_ARENA_BASE);
+        this.arenaSize = out.get(JAVA_LONG, SpanLayout.LAYOUT_ARENA_SIZE);
+        long spanSize = out.get(JAVA_LONG, SpanLayout.LAYOUT_SPAN_SIZE);
+        long frontierAddress = out.get(JAVA_LONG, SpanLayout.LAYOUT_FRONTIER_ADDR);
+        this.freeKey = out.get(JAVA_LONG, SpanLayout.LAYOUT_FREE_KEY);
+        if (Long.bitCount(spanSize) != 1 || (base & (spanSize - 1)) != 0 || frontierAddress == 0) {
+            NativeHeap.heapDestroy(heap);
+            throw new IllegalStateException("sh_heap_layout: bad layout: base 0x" + Long.toHexString(base)
+                    + ", span_size " + spanSize + ", frontier_addr 0x" + Long.toHexString(frontierAddress));
+        }
+        this.spanMask = ~(spanSize - 1);
+        this.arena = MemorySegment.ofAddress(base).reinterpret(arenaSize, lifetime, null);
+        this.frontier = MemorySegment.ofAddress(frontierAddress).reinterpret(8, lifetime, null);
+
+        // Magazine capacity per class: min(cacheBlocks, cacheBytesPerClass / blockSize);
+        // a class that would hold fewer than 2 blocks is not cached, nor is any class after it,
+        // so the cached classes are a prefix (classes grow with their index).
+        int n = classes.count;
+        cacheBase = new int[n];
+        cacheLimit = new int[n];
+        int slots = 0;
+        boolean caching = true;
+        for (int c = 0; c < n; c++) {
+            long cap = Math.min(cacheBlocks, cacheBytesPerClass / classes.blockSize[c]);
+            caching &= cap >= 2;
+            cacheBase[c] = slots;
+            slots += caching ? (int) cap : 0;
+            cacheLimit[c] = slots;
+        }
+        cacheSlots = slots;
+        classData = new long[4 * n];
+        for (int c = 0; c < n; c++) {
+            classData[4 * c] = classes.payloadOffset[c];
+            classData[4 * c + 1] = classes.payloadBytes[c];
+            classData[4 * c + 2] = classes.divisor[c];
+            classData[4 * c + 3] = cacheLimit[c];
+        }
+        int cached = 0;
+        while (cached < n && cacheLimit[cached] != cacheBase[cached]) {
+            cached++;                              // capacities only shrink as blocks grow
+        }
+        cachedClassCount = cached;
+        // 0 when nothing is cached: size 0 then maps to class 0, whose empty magazine sends the
+        // request to the slow path (-1 would let every size through the unsigned compare).
+        maxCachedSize = cached == 0 ? 0 : classes.blockSize[cached - 1];
+        caches = ThreadLocal.withInitial(this::newThreadCache);
+        int stripeCount = cachedClassCount == 0 ? 0
+                : Integer.highestOneBit(Math.max(1, 4 * Runtime.getRuntime().availableProcessors() - 1)) << 1;
+        stripes = new ThreadCache[stripeCount];
+        for (int k = 0; k < stripeCount; k++) {
+            stripes[k] = new ThreadCache(cacheSlots, cacheBase);
+        }
+        refreshFrontier();
+    }
+
+    // =====================================================================
+    // Argument checks: the only place
+    // =====================================================================
+
+    private static void checkRequest(long size, long alignment) {
+        if (size < 0 || size > MAX_REQUEST || ((alignment - 1) & alignment) != 0 || alignment <= 0
+                || alignment > MAX_REQUEST || size + alignment > MAX_REQUEST) {
+            throw raise(badRequest(size, alignment));
+        }
+    }
+
+    /** {@return the exception for a request that {@link #checkRequest} refused} */
+    private static Throwable badRequest(long size, long alignment) {
+        if (size < 0) {
+            return new IllegalArgumentException("size must be >= 0: " + size);
+        }
+        if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
+            return new IllegalArgumentException("alignment must be a power of two: " + alignment);
+        }
+        return new SpanHeapOutOfMemoryError("cannot allocate " + size + " bytes aligned to "
+                + alignment + ": larger than any mapping on x86-64 (2^46 bytes)", false);
+    }
+
+    private IllegalArgumentException notOwned(long address, String why) {
+        return new IllegalArgumentException("segment was not allocated by this heap: 0x"
+                + Long.toHexString(address) + why);
+    }
+
+    private static IllegalStateException doubleFree(long address) {
+        return new IllegalStateException("double free: block 0x" + Long.toHexString(address)
+                + " is already free");
+    }
+
+    private static IllegalStateException closed() {
+        return new IllegalStateException("heap is closed");
+    }
+
+    /** Maps an exception from a closed lifetime arena to "heap is closed"; keeps others. */
+    private RuntimeException closedOr(IllegalStateException e) {
+        return scope.isAlive() ? e : closed();
+    }
+
+    /**
+     * Throws {@code t} if it is an {@link Error}; otherwise returns it for the caller to throw.
+     * Lets {@link #badRequest} and {@link #allocationFailure} build either an
+     * {@link IllegalArgumentException} or a {@link SpanHeapOutOfMemoryError} in one place.
+     */
+    private static RuntimeException raise(Throwable t) {
+        if (t instanceof Error e) {
+            throw e;
+        }
+        return (RuntimeException) t;
+    }
+
+    private static String errorName(int code) {
+        return switch (code) {
+            case SpanLayout.SH_OK -> "SH_OK";
+            case SpanLayout.SH_E_INVALID -> "SH_E_INVALID";
+            case SpanLayout.SH_E_NOMEM -> "SH_E_NOMEM";
+            case SpanLayout.SH_E_LIMIT -> "SH_E_LIMIT";
+            case SpanLayout.SH_E_NOT_OWNED -> "SH_E_NOT_OWNED";
+            case SpanLayout.SH_E_DOUBLE_FREE -> "SH_E_DOUBLE_FREE";
+            case SpanLayout.SH_E_INTERIOR -> "SH_E_INTERIOR";
+            default -> "error " + code;
+        };
+    }
+
+    /** {@return the exception for a failed allocation; callers throw it} */
+    private Throwable allocationFailure(int code, long size, long alignment) {
+        return switch (code) {
+            case SpanLayout.SH_E_LIMIT -> new SpanHeapOutOfMemoryError("cannot allocate " + size
+                    + " bytes: the heap's byte limit would be exceeded", true);
+            case SpanLayout.SH_E_NOMEM -> new SpanHeapOutOfMemoryError("cannot allocate " + size
+                    + " bytes: arena exhausted or the OS refused memory", false);
+            case SpanLayout.SH_E_INVALID -> new IllegalArgumentException("size " + size
+                    + " with alignment " + alignment + " rejected by the native heap");
+            default -> new IllegalStateException("native allocation of " + size + " bytes failed: "
+                    + errorName(code));
+        };
+    }
+
+    // =====================================================================
+    // Allocation
+    //
+    // Inlining, measured with C2 on JDK 25 (2 cores): allocate+free of 64 B costs ~6 ns when
+    // SpanHeap.allocate*/free are inlined into the caller, and 30-40 ns when they are not: a
+    // standalone FFM access costs ~1.5 ns because nothing (scope state, field loads, type
+    // guards) is hoisted, and the MemorySegment must be materialised. C2 inlines a callee
+    // only while its compiled code is under InlineSmallCode (2500 bytes), and three checked FFM
+    // accesses are most of that. So the fast paths below hold only the magazine pop/push and
+    // their checks; argument errors, refill, drain, frontier refresh, virtual threads, large
+    // objects and alignments > 16 go to allocateSlow/freeSlow, called at 1/32 frequency or
+    // less, which C2 keeps out of line (cold call sites inline only up to MaxInlineSize, 35).
+    // =====================================================================
+
+    /**
+     * {@return the address of a new block of at least {@code size} bytes aligned to
+     * {@code alignment}} Contents are unspecified.
+     */
+    public long allocateAddress(long size, long alignment) {
+        // Unsigned: a negative size fails too and reaches the checks in the slow path.
+        if (Long.compareUnsigned(size, maxCachedSize) <= 0 && alignment <= MIN_ALIGNMENT) {
+            int c = classOf[(int) ((size + 15) >>> 4)];
+            long id = Thread.currentThread().threadId();
+            ThreadCache cache = byThread[(int) id & (CACHE_TABLE_SIZE - 1)];   // plain
+            int i;
+            if (cache != null && cache.ownerId == id
+                    && (i = cache.top[c]) != cacheBase[c]) {
+                long address = cache.slots[--i];
+                cache.top[c] = i;                  // plain store: owner-only, see ThreadCache
+                // Clear the free mark: the block is the caller's now (plain; a later
+                // downcall or handoff to another thread orders it). Throws once closed.
+                arena.set(JAVA_LONG_UNALIGNED, address - base + BLOCK_FREE_MARK_OFFSET, 0L);
+                return address;
+            }
+        }
+        return allocateSlow(size, alignment);
+    }
+
+    /** Every allocation the fast path does not serve; checks the arguments. */
+    private long allocateSlow(long size, long alignment) {
+        checkRequest(size, alignment);
+        try {
+            if (size <= classes.maxSmallSize) {
+                int c = classes.classOf(size);
+                if (alignment <= MIN_ALIGNMENT || classes.blockAlignment[c] >= alignment) {
+                    if (cacheLimit[c] != cacheBase[c]) {
+                        ThreadCache cache = cache();
+                        if (cache != null) {
+                            return pop(cache, c);
+                        }
+                        ThreadCache stripe = lockedStripe();
+                        if (stripe != null) {
+                            try {
+                                return pop(stripe, c);
+                            } finally {
+                                stripe.unlock();
+                            }
+                        }
+                    }
+                    if (alignment <= MIN_ALIGNMENT) {
+                        return allocateDirect(size, MIN_ALIGNMENT);
+                    }
+                }
+            }
+            return allocateDirect(size, alignment);
+        } catch (IllegalStateException e) {
+            throw closedOr(e);
+        }
+    }
+
+    /** Pops a block of class c from a cache its caller owns or has locked, refilling it if empty. */
+    private long pop(ThreadCache cache, int c) {
+        int i = cache.top[c];
+        if (i == cacheBase[c]) {
+            i = refill(cache, c);
+        }
+        long address = cache.slots[--i];
+        cache.top[c] = i;                          // plain store: owner or lock holder only
+        arena.set(JAVA_LONG_UNALIGNED, address - base + BLOCK_FREE_MARK_OFFSET, 0L);
+        return address;
+    }
+
+    /** {@return the calling virtual thread's stripe, locked; null if it is taken or there is none} */
+    private ThreadCache lockedStripe() {
+        ThreadCache[] s = stripes;
+        if (s.length == 0) {
+            return null;
+        }
+        ThreadCache stripe = s[(int) Thread.currentThread().threadId() & (s.length - 1)];
+        return stripe.tryLock() ? stripe : null;
+    }
+
+    /** {@return a segment of {@code size} bytes at {@code address}, with the heap's scope} */
+    public MemorySegment segment(long address, long size) {
+        long off = address - base;
+        if (Long.compareUnsigned(off, arenaSize) < 0) {
+            return arena.asSlice(off, size);        // no restricted call; bounds-checked
+        }
+        return largeSegment(address, size);
+    }
+
+    private MemorySegment largeSegment(long address, long size) {
+        return MemorySegment.ofAddress(address).reinterpret(size, lifetime, null);
+    }
+
+    /** {@return the calling thread's cache, created on first use; null on a virtual thread} */
+    private ThreadCache cache() {
+        Thread t = Thread.currentThread();
+        long id = t.threadId();
+        ThreadCache c = byThread[(int) id & (CACHE_TABLE_SIZE - 1)];   // plain, see byThread
+        if (c != null && c.ownerId == id) {
+            return c;
+        }
+        return t.isVirtual() ? null : caches.get();
+    }
+
+    private long allocateDirect(long size, long alignment) {
+        if ((boolean) CLOSING.getOpaque(this)) {
+            throw closed();
+        }
+        long address = alignment <= MIN_ALIGNMENT
+                ? NativeHeap.alloc(handle, size)
+                : NativeHeap.allocAligned(handle, size, alignment);
+        if (address == 0) {
+            // Same OS thread: critical downcalls never unmount a virtual thread.
+            int code = NativeHeap.lastError();
+            if (code == SpanLayout.SH_E_LIMIT || code == SpanLayout.SH_E_NOMEM) {
+                reclaimCaches();
+                address = alignment <= MIN_ALIGNMENT
+                        ? NativeHeap.alloc(handle, size)
+                        : NativeHeap.allocAligned(handle, size, alignment);
+                if (address == 0) {
+                    code = NativeHeap.lastError();
+                }
+            }
+            if (address == 0) {
+                throw raise(allocationFailure(code, size, alignment));
+            }
+        }
+        if ((address & (alignment - 1)) != 0) {
+            throw new IllegalStateException("native heap returned 0x" + Long.toHexString(address)
+                    + ", not aligned to " + alignment);
+        }
+        return address;
+    }
+
+    /** Fills the empty magazine of class c with half its capacity; returns the new top. */
+    private int refill(ThreadCache cache, int c) {
+        if ((boolean) CLOSING.getOpaque(this)) {
+            throw closed();
+        }
+        int b = cacheBase[c];
+        int want = (cacheLimit[c] - b + 1) >>> 1;
+        MemorySegment out = MemorySegment.ofArray(cache.slots).asSlice((long) b * Long.BYTES);
+        int got = NativeHeap.allocBatch(handle, c, out, want);
+        if (got == -SpanLayout.SH_E_LIMIT || got == -SpanLayout.SH_E_NOMEM) {
+            reclaimCaches();
+            got = NativeHeap.allocBatch(handle, c, out, want);
+        }
+        if (got <= 0) {
+            throw raise(allocationFailure(-got, classes.blockSize[c], MIN_ALIGNMENT));
+        }
+        if (got > want) {
+            throw new IllegalStateException("sh_alloc_batch returned " + got + " > " + want);
+        }
+        return b + got;
+    }
+
+    // =====================================================================
+    // Free
+    // =====================================================================
+
+    /** Frees a segment from {@link #segment}; checks it is a live block of this heap. */
+    public void free(MemorySegment segment) {
+        if (segment.scope() != scope) {
+            throw foreign(segment);
+        }
+        freeAddress(segment.address());
+    }
+
+    private RuntimeException foreign(MemorySegment segment) {
+        if (!scope.isAlive()) {
+            return closed();
+        }
+        return notOwned(segment.address(), segment.isNative() ? "" : " (a heap segment)");
+    }
+
+    /** Frees the block at {@code address}, which a caller of this class got from {@link #allocateAddress}. */
+    void freeAddress(long address) {
+        long off = address - base;
+        if (Long.compareUnsigned(off, frontierOffset) < 0) {
+            // The span header, readable since base <= address < *frontier. One 8-byte load:
+            // magic in bits 0..31, size_class in bits 32..47 (x86-64 is little-endian).
+            // A closed heap makes this access throw IllegalStateException.
+            long span = off & spanMask;
+            long header = arena.get(JAVA_LONG_UNALIGNED, span);
+            int c = (int) (header >>> 32) & 0xFFFF;
+            if ((int) header == SpanLayout.SPAN_MAGIC && c < cachedClassCount) {
+                long[] data = classData;
+                int k = 4 * c;
+                long rel = off - span - data[k];       // offset from the first block
+                long m = data[k + 2];
+                long id = Thread.currentThread().threadId();
+                ThreadCache cache = byThread[(int) id & (CACHE_TABLE_SIZE - 1)];   // plain
+                int i;
+                long mark = freeKey ^ address;
+                // rel < payload bytes (< 2^32) and rel % block_size == 0 (Lemire, see
+                // SizeClassTable). Plain load and store of the mark: a block is freed by one
+                // thread; two threads racing to free the same block is a caller bug this check
+                // does not promise to catch (a CAS would, at ~20 cycles per free).
+                if (Long.compareUnsigned(rel, data[k + 1]) < 0
+                        && Long.compareUnsigned(rel * m, m - 1) <= 0
+                        && cache != null && cache.ownerId == id
+                        && (i = cache.top[c]) != (int) data[k + 3]
+                        && arena.get(JAVA_LONG_UNALIGNED, off + BLOCK_FREE_MARK_OFFSET) != mark) {
+                    arena.set(JAVA_LONG_UNALIGNED, off + BLOCK_FREE_MARK_OFFSET, mark);
+                    cache.slots[i] = address;
+                    cache.top[c] = i + 1;              // plain store: owner-only
+                    return;
+                }
+            }
+        }
+        freeSlow(address);
+    }
+
+    /** Every free the fast path does not finish; names the error of a bad address. */
+    private void freeSlow(long address) {
+        try {
+            long off = address - base;
+            if (Long.compareUnsigned(off, frontierOffset) >= 0
+                    && Long.compareUnsigned(off, refreshFrontier()) >= 0) {
+                freeDirect(address);               // large object, or not ours
+                return;
+            }
+            long span = off & spanMask;
+            long header = arena.get(JAVA_LONG_UNALIGNED, span);
+            int c = (int) (header >>> 32) & 0xFFFF;
+            if ((int) header != SpanLayout.SPAN_MAGIC || c >= cachedClassCount
+                    || !isBlockStart(c, off - span - classData[4 * c])) {
+                // Not a block start of a cached class: the native core frees it or decides
+                // and names the error.
+                freeDirect(address);
+                return;
+            }
+            ThreadCache cache = cache();
+            if (cache != null) {
+                push(cache, c, address);
+                return;
+            }
+            ThreadCache stripe = lockedStripe();
+            if (stripe == null) {
+                freeDirect(address);               // stripe taken: the native per-carrier cache
+                return;
+            }
+            try {
+                push(stripe, c, address);
+            } finally {
+                stripe.unlock();
+            }
+        } catch (IllegalStateException e) {
+            throw closedOr(e);
+        }
+    }
+
+    /**
+     * Checks the free mark of a validated block start of class c, sets it and pushes the
+     * block, draining the older half of a full magazine first (one downcall). The cache is
+     * the caller's own or a stripe it holds locked.
+     */
+    private void push(ThreadCache cache, int c, long address) {
+        long markOffset = address - base + BLOCK_FREE_MARK_OFFSET;
+        long mark = freeKey ^ address;
+        if (arena.get(JAVA_LONG_UNALIGNED, markOffset) == mark) {
+            throw doubleFree(address);
+        }
+        int i = cache.top[c];
+        if (i == cacheLimit[c]) {
+            int b = cacheBase[c];
+            int n = (cacheLimit[c] - b) >>> 1;
+            freeBatch(cache.slots, b, n);
+            System.arraycopy(cache.slots, b + n, cache.slots, b, cacheLimit[c] - b - n);
+            i = cacheLimit[c] - n;
+            cache.top[c] = i;
+        }
+        arena.set(JAVA_LONG_UNALIGNED, markOffset, mark);
+        cache.slots[i] = address;
+        cache.top[c] = i + 1;                      // plain store: owner or lock holder only
+    }
+
+    /**
+     * {@return whether {@code rel}, an offset from the first block of class {@code c}, is a
+     * block start inside the span} Lemire's divisibility test, see {@link SizeClassTable}.
+     */
+    private boolean isBlockStart(int c, long rel) {
+        long m = classData[4 * c + 2];
+        return Long.compareUnsigned(rel, classData[4 * c + 1]) < 0
+                && Long.compareUnsigned(rel * m, m - 1) <= 0;
+    }
+
+    private void freeDirect(long address) {
+        if ((boolean) CLOSING.getOpaque(this)) {
+            throw closed();
+        }
+        int rc = NativeHeap.freeChecked(handle, address);
+        switch (rc) {
+            case SpanLayout.SH_OK -> { }
+            case SpanLayout.SH_E_DOUBLE_FREE -> throw doubleFree(address);
+            case SpanLayout.SH_E_INTERIOR -> throw notOwned(address, " (it points inside a block)");
+            case SpanLayout.SH_E_NOT_OWNED -> throw notOwned(address, "");
+            default -> throw new IllegalStateException("sh_free_checked(0x" + Long.toHexString(address)
+                    + ") returned " + errorName(rc));
+        }
+    }
+
+    private void freeBatch(long[] blocks, int from, int n) {
+        if (n == 0) {
+            return;
+        }
+        if ((boolean) CLOSING.getOpaque(this)) {
+            throw closed();
+        }
+        int rc = NativeHeap.freeBatch(handle, MemorySegment.ofArray(blocks).asSlice((long) from * Long.BYTES), n);
+        if (rc != SpanLayout.SH_OK) {
+            throw new IllegalStateException("sh_free_batch rejected cached blocks: " + errorName(-rc));
+        }
+    }
+
+    /** {@return the arena offset of the native frontier}, read with acquire, cached. */
+    private long refreshFrontier() {
+        // Acquire: pairs with the native core's release store when it carves a span, so the
+        // span's header written before is visible to our reads of it.
+        long f = (long) SpanLayout.FRONTIER.varHandle().getAcquire(frontier, 0L) - base;
+        frontierOffset = f;                      // plain, see the field
+        return f;
+    }
+
+    // =====================================================================
+    // Thread caches: registration, drain of dead threads' caches
+    // =====================================================================
+
+    private ThreadCache newThreadCache() {
+        ThreadCache cache = new ThreadCache(cacheSlots, cacheBase, Thread.currentThread());
+        synchronized (registry) {
+            drainDeadLocked();
+            registry.add(cache);
+            int slot = (int) cache.ownerId & (CACHE_TABLE_SIZE - 1);
+            if (byThread[slot] == null) {
+                TABLE.setRelease(byThread, slot, cache);
+            }
+        }
+        return cache;
+    }
+
+    /** Drains and unregisters the caches of terminated threads. Caller holds the registry lock. */
+    private void drainDeadLocked() {
+        for (int i = registry.size() - 1; i >= 0; i--) {
+            ThreadCache cache = registry.get(i);
+            if (cache.isOwnerDead()) {
+                // Remove first: whoever removes a cache drains it, exactly once.
+                registry.set(i, registry.getLast());
+                registry.removeLast();
+                int slot = (int) cache.ownerId & (CACHE_TABLE_SIZE - 1);
+                if (byThread[slot] == cache) {
+                    TABLE.setRelease(byThread, slot, null);
+                }
+                drainAll(cache);
+            }
+        }
+    }
+
+    /** Returns every block of {@code cache} to the native heap in one downcall. */
+    private void drainAll(ThreadCache cache) {
+        int total = 0;
+        for (int c = 0; c < cacheBase.length; c++) {
+            total += cache.top[c] - cacheBase[c];
+        }
+        if (total == 0) {
+            return;
+        }
+        long[] blocks = new long[total];
+        int k = 0;
+        for (int c = 0; c < cacheBase.length; c++) {
+            int n = cache.top[c] - cacheBase[c];
+            System.arraycopy(cache.slots, cacheBase[c], blocks, k, n);
+            k += n;
+            cache.top[c] = cacheBase[c];
+        }
+        freeBatch(blocks, 0, total);
+    }
+
+    /** Slow path on a byte-limit or out-of-memory failure: return cached blocks, then retry. */
+    private void reclaimCaches() {
+        synchronized (registry) {
+            drainDeadLocked();
+        }
+        ThreadCache own = cache();
+        if (own != null) {
+            drainAll(own);
+        }
+        for (ThreadCache stripe : stripes) {
+            if (stripe.tryLock()) {                // a taken stripe is skipped, not waited for
+                try {
+                    drainAll(stripe);
+                } finally {
+                    stripe.unlock();
+                }
+            }
+        }
+    }
+
+    /** Drains the calling thread's cache (if it has one) and those of terminated threads. */
+    public void flushThreadCache() {
+        try {
+            reclaimCaches();
+        } catch (IllegalStateException e) {
+            throw closedOr(e);
+        }
+    }
+
+    // =====================================================================
+    // Stats, usable size
+    // =====================================================================
+
+    public HeapStats stats() {
+        try {
+            long[] cached = new long[classes.count];
+            synchronized (registry) {
+                drainDeadLocked();
+                for (ThreadCache cache : registry) {
+                    for (int c = 0; c < cached.length; c++) {
+                        cached[c] += cache.cachedTop(c) - cacheBase[c];
+                    }
+                }
+                for (ThreadCache stripe : stripes) {
+                    for (int c = 0; c < cached.length; c++) {
+                        cached[c] += stripe.cachedTop(c) - cacheBase[c];
+                    }
+                }
+            }
+            try (Arena tmp = Arena.ofConfined()) {
+                MemorySegment s = tmp.allocate(SpanLayout.SH_HEAP_STATS);
+                NativeHeap.stats(handle, s);
+                long cachedBytes = 0;
+                List<HeapStats.SizeClass> perClass = new ArrayList<>(classes.count);
+                for (int c = 0; c < classes.count; c++) {
+                    long live = s.get(JAVA_LONG, SpanLayout.STATS_CLASS_LIVE_BLOCKS + 8L * c);
+                    long spans = s.get(JAVA_LONG, SpanLayout.STATS_CLASS_SPANS + 8L * c);
+                    cachedBytes += cached[c] * classes.blockSize[c];
+                    perClass.add(new HeapStats.SizeClass(c, classes.blockSize[c],
+                            Math.max(0, live - cached[c]), cached[c], spans));
+                }
+                return new HeapStats(
+                        s.get(JAVA_LONG, SpanLayout.STATS_RESERVED),
+                        s.get(JAVA_LONG, SpanLayout.STATS_COMMITTED),
+                        s.get(JAVA_LONG, SpanLayout.STATS_RESIDENT),
+                        Math.max(0, s.get(JAVA_LONG, SpanLayout.STATS_LIVE) - cachedBytes),
+                        cachedBytes,
+                        s.get(JAVA_LONG, SpanLayout.STATS_LARGE_BYTES),
+                        s.get(JAVA_LONG, SpanLayout.STATS_LARGE_COUNT),
+                        s.get(JAVA_LONG, SpanLayout.STATS_LIMIT),
+                        s.get(JAVA_LONG, SpanLayout.STATS_LIMITED),
+                        s.get(JAVA_LONG, SpanLayout.STATS_SPANS_CARVED),
+                        s.get(JAVA_LONG, SpanLayout.STATS_SPANS_HOT),
+                        s.get(JAVA_LONG, SpanLayout.STATS_SPANS_FLOATING),
+                        s.get(JAVA_LONG, SpanLayout.STATS_SPANS_REUSABLE),
+                        s.get(JAVA_LONG, SpanLayout.STATS_SPANS_FREE),
+                        s.get(JAVA_LONG, SpanLayout.STATS_MADVISE_CALLS),
+                        perClass);
+            }
+        } catch (IllegalStateException e) {
+            throw closedOr(e);
+        }
+    }
+
+    /** {@return the usable bytes of the live block at the segment's address} */
+    public long usableSize(MemorySegment segment) {
+        if (segment.scope() != scope) {
+            if (!scope.isAlive()) {
+                throw closed();
+            }
+            throw notOwned(segment.address(), "");
+        }
+        try {
+            long n = NativeHeap.usableSize(handle, segment.address());
+            if (n == 0) {
+                throw notOwned(segment.address(), " (or it is not a live block)");
+            }
+            return n;
+        } catch (IllegalStateException e) {
+            throw closedOr(e);
+        }
+    }
+
+    // =====================================================================
+    // Lifetime
+    // =====================================================================
+
+    public boolean isGlobal() {
+        return global;
+    }
+
+    public boolean isOpen() {
+        return scope.isAlive();
+    }
+
+    /** {@return the heap's lifetime scope: the scope of every segment from {@link #segment}} */
+    public MemorySegment.Scope scope() {
+        return scope;
+    }
+
+    /** Takes a reference for an arena; throws if the heap is closed. */
+    void acquireRef() {
+        if ((boolean) CLOSING.getOpaque(this) || !refs.tryAcquire()) {
+            throw closed();
+        }
+    }
+
+    /** Drops a reference; the last one destroys the native heap. */
+    void releaseRef() {
+        if (refs.release()) {
+            NativeHeap.heapDestroy(heapAddress);
+        }
+    }
+
+    /**
+     * Closes the heap: no allocation, free or access through its segments succeeds afterwards.
+     * Idempotent. The native heap is destroyed now, or when the last open arena closes.
+     */
+    public void close() {
+        if (global) {
+            throw new UnsupportedOperationException("the global heap cannot be closed");
+        }
+        if (!CLOSING.compareAndSet(this, false, true)) {
+            return;                                // closed, or being closed by another thread
+        }
+        while (true) {
+            try {
+                lifetime.close();                  // handshake: no thread is inside an access now
+                break;
+            } catch (IllegalStateException e) {
+                // A downcall holds the scope (it is short and no new ones start): retry.
+                Thread.onSpinWait();
+            }
+        }
+        releaseRef();
+    }
+
+    /** Frees the blocks of a closing arena, through the calling thread's cache. */
+    void freeArenaBlocks(long[] blocks, int n) {
+        if ((boolean) CLOSING.getOpaque(this)) {
+            return;                                // destroy reclaims them
+        }
+        try {
+            for (int i = 0; i < n; i++) {
+                freeAddress(blocks[i]);
+            }
+        } catch (IllegalStateException e) {
+            if (scope.isAlive()) {
+                throw e;
+            }
+            // closed concurrently: sh_heap_destroy reclaims the rest
+        }
+    }
+
+    /**
+     * A reference count alone on its cache lines: arenas CAS it when they open and close, and it
+     * must not share a line with the read-only fields every allocation reads (field layout puts
+     * the padding of the superclasses before and after the count).
+     */
+    @SuppressWarnings("unused")
+    private static class RefCountPadBefore {
+        long p00, p01, p02, p03, p04, p05, p06, p07;
+        long p10, p11, p12, p13, p14, p15, p16;
+    }
+
+    private static class RefCountValue extends RefCountPadBefore {
+        /** 1 for the heap itself + 1 per open arena; 0 = destroyed. CAS / getAndAdd (volatile). */
+        volatile int count = 1;
+    }
+
+    @SuppressWarnings("unused")
+    private static class RefCountPadAfter extends RefCountValue {
+        long q00, q01, q02, q03, q04, q05, q06, q07;
+        long q10, q11, q12, q13, q14, q15, q16;
+    }
+
+    private static final class RefCount extends RefCountPadAfter {
+        private static final VarHandle COUNT;
+        static {
+            try {
+                COUNT = MethodHandles.lookup().findVarHandle(RefCountValue.class, "count", int.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
+        boolean tryAcquire() {
+            int v;
+            do {
+                v = count;                          // volatile load
+                if (v <= 0) {
+                    return false;
+                }
+            } while (!COUNT.compareAndSet(this, v, v + 1));
+            return true;
+        }
+
+        /** {@return whether this release dropped the last reference} */
+        boolean release() {
+            return (int) COUNT.getAndAdd(this, -1) == 1;
+        }
+    }
+}

@@ -1,0 +1,168 @@
+package org.spanheap.internal;
+
+import java.lang.foreign.GroupLayout;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemoryLayout.PathElement;
+import java.lang.foreign.ValueLayout;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+/**
+ * Descriptor of every off-heap record the Java side shares with the native core:
+ * the span header prefix and free mark, and the C structs {@code sh_layout},
+ * {@code sh_heap_stats}, {@code sh_class_info} and {@code sh_config} of
+ * {@code native/include/spanheap.h} ({@code SH_ABI_VERSION} {@value #ABI_VERSION}).
+ * Keep this class and the header in step.
+ *
+ * <pre>
+ * virtual span (span_size bytes, span_size-aligned, inside [arena_base, *frontier))
+ * +--------+--------+--------+-----------------+---------+---------+-----
+ * | magic  | class  | rsvd   | (native header) | block 0 | block 1 | ...
+ * | u32 @0 | u16 @4 | u16 @6 |                 |         |         |
+ * +--------+--------+--------+-----------------+---------+---------+-----
+ * ^ span start = addr &amp; ~(span_size - 1)     ^ payload_offset + k * block_size
+ *
+ * block (block_size bytes, 16-aligned)
+ * +----------------+--------------------------------+------
+ * | word 0 (8 B)   | word 1 (8 B): free mark        | ...
+ * |                | == free_key ^ block_address    |
+ * |                |    exactly when the block is free (span free list,
+ * |                |    span pool, or a Java thread cache)
+ * +----------------+--------------------------------+------
+ *
+ * sh_layout (48 B)                      sh_class_info (16 B)
+ *  @0  u64 arena_base                    @0  u32 block_size
+ *  @8  u64 arena_size                    @4  u32 payload_offset
+ *  @16 u64 span_size                     @8  u32 block_count
+ *  @24 u64 frontier_addr (-&gt; u64)        @12 u32 real_span_size
+ *  @32 u64 free_key
+ *  @40 u64 max_small_size
+ *
+ * sh_config (40 B)                      sh_heap_stats (1136 B)
+ *  @0  size_t   reserve_bytes            @0 .. @104  14 x u64 counters (see STATS)
+ *  @8  size_t   byte_limit               @112        u64 class_live_blocks[64]
+ *  @16 unsigned reuse_threshold_pct      @624        u64 class_spans[64]
+ *  @20 int      allow_huge_pages
+ *  @24 void*    on_error
+ *  @32 void*    on_error_ctx
+ * </pre>
+ */
+public final class SpanLayout {
+    private SpanLayout() {}
+
+    /** {@code SH_ABI_VERSION} this descriptor mirrors. */
+    public static final int ABI_VERSION = 1;
+    /** {@code SH_MAX_CLASSES}. */
+    public static final int MAX_CLASSES = 64;
+    /** {@code SH_SPAN_MAGIC}: "SPAN". */
+    public static final int SPAN_MAGIC = 0x5350414e;
+
+    // ---- sh_error ------------------------------------------------------
+    public static final int SH_OK = 0;
+    public static final int SH_E_INVALID = 1;
+    public static final int SH_E_NOMEM = 2;
+    public static final int SH_E_LIMIT = 3;
+    public static final int SH_E_NOT_OWNED = 4;
+    public static final int SH_E_DOUBLE_FREE = 5;
+    public static final int SH_E_INTERIOR = 6;
+
+    // ---- span header prefix (stable first 8 bytes of a virtual span) ----
+    public static final GroupLayout SPAN_HEADER = MemoryLayout.structLayout(
+            JAVA_INT.withName("magic"),
+            JAVA_SHORT.withName("size_class"),
+            JAVA_SHORT.withName("reserved")).withName("span_header");
+    public static final long SPAN_MAGIC_OFFSET = offset(SPAN_HEADER, "magic");
+    public static final long SPAN_CLASS_OFFSET = offset(SPAN_HEADER, "size_class");
+    // The Java fast path reads magic and size_class together as one little-endian u64 at
+    // offset 0: magic = bits 0..31, size_class = bits 32..47.
+
+    /** Offset inside a block of the free-mark word {@code free_key ^ block_address}. */
+    public static final long BLOCK_FREE_MARK_OFFSET = 8;
+    /** Smallest alignment of every block ({@code sh_alloc}: "aligned to at least 16"). */
+    public static final long MIN_ALIGNMENT = 16;
+
+    // ---- sh_layout ------------------------------------------------------
+    public static final GroupLayout SH_LAYOUT = MemoryLayout.structLayout(
+            JAVA_LONG.withName("arena_base"),
+            JAVA_LONG.withName("arena_size"),
+            JAVA_LONG.withName("span_size"),
+            JAVA_LONG.withName("frontier_addr"),
+            JAVA_LONG.withName("free_key"),
+            JAVA_LONG.withName("max_small_size")).withName("sh_layout");
+    public static final long LAYOUT_ARENA_BASE = offset(SH_LAYOUT, "arena_base");
+    public static final long LAYOUT_ARENA_SIZE = offset(SH_LAYOUT, "arena_size");
+    public static final long LAYOUT_SPAN_SIZE = offset(SH_LAYOUT, "span_size");
+    public static final long LAYOUT_FRONTIER_ADDR = offset(SH_LAYOUT, "frontier_addr");
+    public static final long LAYOUT_FREE_KEY = offset(SH_LAYOUT, "free_key");
+    public static final long LAYOUT_MAX_SMALL_SIZE = offset(SH_LAYOUT, "max_small_size");
+
+    // ---- sh_class_info --------------------------------------------------
+    public static final GroupLayout SH_CLASS_INFO = MemoryLayout.structLayout(
+            JAVA_INT.withName("block_size"),
+            JAVA_INT.withName("payload_offset"),
+            JAVA_INT.withName("block_count"),
+            JAVA_INT.withName("real_span_size")).withName("sh_class_info");
+    public static final long CLASS_BLOCK_SIZE = offset(SH_CLASS_INFO, "block_size");
+    public static final long CLASS_PAYLOAD_OFFSET = offset(SH_CLASS_INFO, "payload_offset");
+    public static final long CLASS_BLOCK_COUNT = offset(SH_CLASS_INFO, "block_count");
+    public static final long CLASS_REAL_SPAN_SIZE = offset(SH_CLASS_INFO, "real_span_size");
+
+    // ---- sh_config ------------------------------------------------------
+    public static final GroupLayout SH_CONFIG = MemoryLayout.structLayout(
+            JAVA_LONG.withName("reserve_bytes"),
+            JAVA_LONG.withName("byte_limit"),
+            JAVA_INT.withName("reuse_threshold_pct"),
+            JAVA_INT.withName("allow_huge_pages"),
+            ADDRESS.withName("on_error"),
+            ADDRESS.withName("on_error_ctx")).withName("sh_config");
+    public static final long CONFIG_RESERVE_BYTES = offset(SH_CONFIG, "reserve_bytes");
+    public static final long CONFIG_BYTE_LIMIT = offset(SH_CONFIG, "byte_limit");
+    public static final long CONFIG_REUSE_THRESHOLD_PCT = offset(SH_CONFIG, "reuse_threshold_pct");
+    public static final long CONFIG_ALLOW_HUGE_PAGES = offset(SH_CONFIG, "allow_huge_pages");
+
+    // ---- sh_heap_stats --------------------------------------------------
+    public static final GroupLayout SH_HEAP_STATS = MemoryLayout.structLayout(
+            JAVA_LONG.withName("reserved_bytes"),
+            JAVA_LONG.withName("committed_bytes"),
+            JAVA_LONG.withName("resident_bytes"),
+            JAVA_LONG.withName("live_bytes"),
+            JAVA_LONG.withName("large_bytes"),
+            JAVA_LONG.withName("large_count"),
+            JAVA_LONG.withName("limit_bytes"),
+            JAVA_LONG.withName("limited_bytes"),
+            JAVA_LONG.withName("spans_carved"),
+            JAVA_LONG.withName("spans_hot"),
+            JAVA_LONG.withName("spans_floating"),
+            JAVA_LONG.withName("spans_reusable"),
+            JAVA_LONG.withName("spans_free"),
+            JAVA_LONG.withName("madvise_calls"),
+            MemoryLayout.sequenceLayout(MAX_CLASSES, JAVA_LONG).withName("class_live_blocks"),
+            MemoryLayout.sequenceLayout(MAX_CLASSES, JAVA_LONG).withName("class_spans"))
+            .withName("sh_heap_stats");
+    public static final long STATS_RESERVED = offset(SH_HEAP_STATS, "reserved_bytes");
+    public static final long STATS_COMMITTED = offset(SH_HEAP_STATS, "committed_bytes");
+    public static final long STATS_RESIDENT = offset(SH_HEAP_STATS, "resident_bytes");
+    public static final long STATS_LIVE = offset(SH_HEAP_STATS, "live_bytes");
+    public static final long STATS_LARGE_BYTES = offset(SH_HEAP_STATS, "large_bytes");
+    public static final long STATS_LARGE_COUNT = offset(SH_HEAP_STATS, "large_count");
+    public static final long STATS_LIMIT = offset(SH_HEAP_STATS, "limit_bytes");
+    public static final long STATS_LIMITED = offset(SH_HEAP_STATS, "limited_bytes");
+    public static final long STATS_SPANS_CARVED = offset(SH_HEAP_STATS, "spans_carved");
+    public static final long STATS_SPANS_HOT = offset(SH_HEAP_STATS, "spans_hot");
+    public static final long STATS_SPANS_FLOATING = offset(SH_HEAP_STATS, "spans_floating");
+    public static final long STATS_SPANS_REUSABLE = offset(SH_HEAP_STATS, "spans_reusable");
+    public static final long STATS_SPANS_FREE = offset(SH_HEAP_STATS, "spans_free");
+    public static final long STATS_MADVISE_CALLS = offset(SH_HEAP_STATS, "madvise_calls");
+    public static final long STATS_CLASS_LIVE_BLOCKS = offset(SH_HEAP_STATS, "class_live_blocks");
+    public static final long STATS_CLASS_SPANS = offset(SH_HEAP_STATS, "class_spans");
+
+    private static long offset(GroupLayout layout, String field) {
+        return layout.byteOffset(PathElement.groupElement(field));
+    }
+
+    /** Layout of one {@code uint64_t}, read with acquire ordering for {@code *frontier_addr}. */
+    public static final ValueLayout.OfLong FRONTIER = JAVA_LONG;
+}

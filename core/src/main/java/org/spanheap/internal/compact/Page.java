@@ -1,0 +1,73 @@
+package org.spanheap.internal.compact;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A page of one size class: {@code blockCount} blocks of {@code blockSize}
+ * bytes from {@code base}. Java-side bookkeeping only (the page's memory is
+ * all user data); touched only under the heap lock.
+ *
+ * <p>{@code owner[slot]} is the handle index whose block sits in that slot,
+ * or -1: Compact-fit stores the abstract address in the object so that a
+ * block chosen for moving finds its A2C entry in O(1); we keep it beside the
+ * page instead, so objects carry no header.
+ */
+final class Page {
+
+    final int id;
+    final MemorySegment memory;
+    final long base;
+    final SizeClass sizeClass;
+    final int[] owner;
+    private final int[] freeSlots;
+    private int freeTop;
+    int used;
+    /** Counter of pages in this page's group (shared by the group's pages). */
+    int[] group;
+    /** Position in the class's not-full list, or -1. */
+    int notFullPos = -1;
+
+    Page(int id, MemorySegment memory, SizeClass sizeClass) {
+        this.id = id;
+        this.memory = memory;
+        this.base = memory.address();
+        this.sizeClass = sizeClass;
+        int n = sizeClass.blocksPerPage;
+        this.owner = new int[n];
+        this.freeSlots = new int[n];
+        for (int i = 0; i < n; i++) {
+            owner[i] = -1;
+            freeSlots[i] = n - 1 - i; // pop yields slot 0 first
+        }
+        this.freeTop = n;
+    }
+
+    boolean isFull() {
+        return used == sizeClass.blocksPerPage;
+    }
+
+    int freeCount() {
+        return sizeClass.blocksPerPage - used;
+    }
+
+    long addressOf(int slot) {
+        return base + (long) slot * sizeClass.blockSize;
+    }
+
+    /** Takes a free slot for handle index {@code index}. */
+    int take(int index) {
+        int slot = freeSlots[--freeTop];
+        owner[slot] = index;
+        used++;
+        return slot;
+    }
+
+    void release(int slot) {
+        if (owner[slot] < 0) {
+            throw new AssertionError("slot " + slot + " of page " + id + " already free");
+        }
+        owner[slot] = -1;
+        freeSlots[freeTop++] = slot;
+        used--;
+    }
+}

@@ -1,0 +1,430 @@
+package org.spanheap;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Single-thread behaviour of {@link SpanHeap}: sizes, alignment, zeroing, stats, errors, close. */
+class SpanHeapTest {
+    private SpanHeap heap;
+
+    @BeforeEach
+    void open() {
+        heap = SpanHeap.builder().reserveBytes(1L << 32).build();
+    }
+
+    @AfterEach
+    void close() {
+        heap.close();
+    }
+
+    static void fill(MemorySegment s, long seed) {
+        for (long i = 0; i < s.byteSize(); i++) {
+            s.set(JAVA_BYTE, i, (byte) (seed * 31 + i));
+        }
+    }
+
+    static void check(MemorySegment s, long seed) {
+        for (long i = 0; i < s.byteSize(); i++) {
+            if (s.get(JAVA_BYTE, i) != (byte) (seed * 31 + i)) {
+                throw new AssertionError("content of " + s + " changed at byte " + i);
+            }
+        }
+    }
+
+    static boolean isZero(MemorySegment s) {
+        for (long i = 0; i < s.byteSize(); i++) {
+            if (s.get(JAVA_BYTE, i) != 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    @ParameterizedTest
+    @ValueSource(longs = {0, 1, 8, 15, 16, 17, 64, 100, 1000, 4096, 10_000, 100_000, 1 << 20, 5 << 20})
+    void allocateGivesZeroedAlignedNativeSegment(long size) {
+        for (int round = 0; round < 3; round++) {   // the second round reuses dirty blocks
+            MemorySegment s = heap.allocate(size);
+            assertEquals(size, s.byteSize());
+            assertTrue(s.isNative());
+            assertEquals(0, s.address() % 16, "address " + s.address());
+            assertTrue(isZero(s), "allocate must zero");
+            fill(s, size);
+            check(s, size);
+            heap.free(s);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(longs = {1, 2, 8, 16, 32, 64, 128, 256, 4096, 65536, 1 << 21, 1 << 22})
+    void allocateHonoursAlignment(long alignment) {
+        List<MemorySegment> all = new ArrayList<>();
+        for (long size : new long[] {0, 1, 24, 64, 100, 4096, 70_000}) {
+            MemorySegment s = heap.allocate(size, alignment);
+            assertEquals(0, s.address() % alignment, "size " + size + " alignment " + alignment);
+            assertEquals(size, s.byteSize());
+            assertTrue(isZero(s));
+            fill(s, size + alignment);
+            all.add(s);
+        }
+        for (MemorySegment s : all) {
+            check(s, s.byteSize() + alignment);
+            heap.free(s);
+        }
+    }
+
+    @Test
+    void uninitializedAllocationWorks() {
+        MemorySegment s = heap.allocateUninitialized(64);
+        assertEquals(64, s.byteSize());
+        fill(s, 7);
+        check(s, 7);
+        heap.free(s);
+        MemorySegment t = heap.allocateUninitialized(4096, 4096);
+        assertEquals(0, t.address() % 4096);
+        heap.free(t);
+    }
+
+    @Test
+    void usableSizeCoversTheRequest() {
+        MemorySegment s = heap.allocate(100);
+        assertTrue(heap.usableSize(s) >= 100);
+        heap.free(s);
+    }
+
+    @Test
+    void manyBlocksKeepTheirContents() {
+        List<MemorySegment> all = new ArrayList<>();
+        for (int i = 0; i < 20_000; i++) {
+            MemorySegment s = heap.allocateUninitialized(1 + (i * 37) % 3000);
+            fill(s, i);
+            all.add(s);
+        }
+        for (int i = 0; i < all.size(); i += 2) {
+            check(all.get(i), i);
+            heap.free(all.get(i));
+        }
+        for (int i = 0; i < 10_000; i++) {
+            MemorySegment s = heap.allocateUninitialized(64);
+            fill(s, -i);
+            check(s, -i);
+            heap.free(s);
+        }
+        for (int i = 1; i < all.size(); i += 2) {
+            check(all.get(i), i);
+            heap.free(all.get(i));
+        }
+        assertEquals(0, heap.stats().liveBytes());
+    }
+
+    @Test
+    void distinctLiveBlocksDoNotOverlap() {
+        List<MemorySegment> all = new ArrayList<>();
+        for (int i = 0; i < 1000; i++) {
+            all.add(heap.allocate(48));
+        }
+        all.sort((a, b) -> Long.compareUnsigned(a.address(), b.address()));
+        for (int i = 1; i < all.size(); i++) {
+            assertTrue(all.get(i).address() >= all.get(i - 1).address() + 48);
+        }
+        all.forEach(heap::free);
+    }
+
+    // ---- stats ------------------------------------------------------------------
+
+    @Test
+    void statsCountLiveAndCachedBlocks() {
+        HeapStats before = heap.stats();
+        assertEquals(0, before.liveBytes());
+        assertTrue(before.reservedBytes() > 0);
+        List<MemorySegment> all = new ArrayList<>();
+        for (int i = 0; i < 1000; i++) {
+            all.add(heap.allocate(64));
+        }
+        HeapStats during = heap.stats();
+        HeapStats.SizeClass c64 = during.sizeClasses().stream()
+                .filter(c -> c.blockSize() >= 64).findFirst().orElseThrow();
+        assertEquals(1000, c64.liveBlocks());
+        assertEquals(1000L * c64.blockSize(), during.liveBytes());
+        assertTrue(during.committedBytes() >= during.liveBytes());
+        all.forEach(heap::free);
+        HeapStats after = heap.stats();
+        assertEquals(0, after.liveBytes());
+        heap.flushThreadCache();
+        HeapStats flushed = heap.stats();
+        assertEquals(0, flushed.liveBytes());
+        assertEquals(0, flushed.cachedBytes());
+        assertThrows(UnsupportedOperationException.class, () -> flushed.sizeClasses().clear());
+    }
+
+    @Test
+    void largeObjectsShowInStats() {
+        MemorySegment big = heap.allocate(8 << 20);
+        HeapStats s = heap.stats();
+        assertTrue(s.largeCount() >= 1, s.toString());
+        assertTrue(s.liveBytes() >= 8 << 20);
+        heap.free(big);
+        assertEquals(0, heap.stats().liveBytes());
+    }
+
+    // ---- bad input ---------------------------------------------------------------
+
+    @Test
+    void negativeSizeIsRejected() {
+        var e = assertThrows(IllegalArgumentException.class, () -> heap.allocate(-1));
+        assertEquals("size must be >= 0: -1", e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> heap.allocateUninitialized(-5));
+        assertEquals("size must be >= 0: -5", e.getMessage());
+        try (Arena arena = heap.newArena()) {
+            e = assertThrows(IllegalArgumentException.class, () -> arena.allocate(-2));
+            assertEquals("size must be >= 0: -2", e.getMessage());
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(longs = {0, -1, -16, 3, 24, 100, Long.MIN_VALUE})
+    void badAlignmentIsRejected(long alignment) {
+        var e = assertThrows(IllegalArgumentException.class, () -> heap.allocate(16, alignment));
+        assertEquals("alignment must be a power of two: " + alignment, e.getMessage());
+    }
+
+    @ParameterizedTest
+    @ValueSource(longs = {Long.MAX_VALUE, 1L << 50, (1L << 46) + 1})
+    void impossibleSizeThrowsOutOfMemory(long size) {
+        var e = assertThrows(SpanHeapOutOfMemoryError.class, () -> heap.allocate(size));
+        assertTrue(e.getMessage().contains(Long.toString(size)), e.getMessage());
+        // the heap stays usable
+        heap.free(heap.allocate(64));
+    }
+
+    @Test
+    void sizeBeyondTheReservationThrowsOutOfMemory() {
+        try (SpanHeap small = SpanHeap.builder().reserveBytes(64L << 20).build()) {
+            assertThrows(SpanHeapOutOfMemoryError.class, () -> small.allocate(1L << 44));
+            small.free(small.allocate(100));
+        }
+    }
+
+    @Test
+    void alignmentBeyondTheSpanSizeWorks() {
+        MemorySegment s = heap.allocate(100, 1L << 26);
+        assertEquals(0, s.address() % (1L << 26));
+        fill(s, 3);
+        check(s, 3);
+        heap.free(s);
+    }
+
+    @Test
+    void freeNullThrowsNullPointerException() {
+        assertThrows(NullPointerException.class, () -> heap.free(null));
+    }
+
+    @Test
+    void doubleFreeIsDetected() {
+        MemorySegment s = heap.allocate(64);
+        heap.free(s);
+        var e = assertThrows(IllegalStateException.class, () -> heap.free(s));
+        assertTrue(e.getMessage().startsWith("double free: block 0x" + Long.toHexString(s.address())),
+                e.getMessage());
+        // still usable and not corrupted: the next two allocations are distinct
+        MemorySegment a = heap.allocate(64);
+        MemorySegment b = heap.allocate(64);
+        assertNotEquals(a.address(), b.address());
+        heap.free(a);
+        heap.free(b);
+    }
+
+    @Test
+    void doubleFreeOfLargeObjectIsDetected() {
+        MemorySegment s = heap.allocate(4 << 20);
+        heap.free(s);
+        // The mapping is gone: the native core may report "double free" or "not owned".
+        RuntimeException e = assertThrows(RuntimeException.class, () -> heap.free(s));
+        assertTrue(e instanceof IllegalStateException || e instanceof IllegalArgumentException, e.toString());
+        heap.free(heap.allocate(4 << 20));
+    }
+
+    @Test
+    void doubleFreeAfterCacheDrainIsDetected() {
+        MemorySegment s = heap.allocate(64);
+        heap.free(s);
+        heap.flushThreadCache();                  // the block is now in a native free list
+        assertThrows(IllegalStateException.class, () -> heap.free(s));
+    }
+
+    static void assertNotOwned(Runnable r, long address) {
+        var e = assertThrows(IllegalArgumentException.class, r::run);
+        assertTrue(e.getMessage().startsWith("segment was not allocated by this heap: 0x"
+                + Long.toHexString(address)), e.getMessage());
+    }
+
+    @Test
+    void freeOfInteriorSliceIsRejected() {
+        MemorySegment s = heap.allocate(256);
+        MemorySegment slice = s.asSlice(16);
+        assertNotOwned(() -> heap.free(slice), slice.address());
+        MemorySegment odd = s.asSlice(1);
+        assertNotOwned(() -> heap.free(odd), odd.address());
+        heap.free(s);                               // the block itself is still fine
+    }
+
+    @Test
+    void freeOfInteriorSliceOfLargeObjectIsRejected() {
+        MemorySegment s = heap.allocate(2 << 20);
+        MemorySegment slice = s.asSlice(4096);
+        assertNotOwned(() -> heap.free(slice), slice.address());
+        heap.free(s);
+    }
+
+    @Test
+    void freeOfForeignSegmentsIsRejected() {
+        try (Arena confined = Arena.ofConfined(); SpanHeap other = SpanHeap.create()) {
+            MemorySegment c = confined.allocate(64);
+            assertNotOwned(() -> heap.free(c), c.address());
+            MemorySegment o = other.allocate(64);
+            assertNotOwned(() -> heap.free(o), o.address());
+            other.free(o);
+            MemorySegment onHeap = MemorySegment.ofArray(new long[8]);
+            assertThrows(IllegalArgumentException.class, () -> heap.free(onHeap));
+            assertNotOwned(() -> heap.free(MemorySegment.NULL), 0);
+            try (Arena arena = heap.newArena()) {
+                MemorySegment a = arena.allocate(64);
+                assertNotOwned(() -> heap.free(a), a.address());
+            }
+        }
+    }
+
+    // ---- byte limit ----------------------------------------------------------------
+
+    @Test
+    void byteLimitThrowsAndHeapStaysUsable() {
+        try (SpanHeap limited = SpanHeap.builder().byteLimit(16L << 20).build()) {
+            List<MemorySegment> all = new ArrayList<>();
+            SpanHeapOutOfMemoryError e = null;
+            for (int i = 0; i < 100 && e == null; i++) {
+                try {
+                    all.add(limited.allocate(1 << 20));
+                } catch (SpanHeapOutOfMemoryError oom) {
+                    e = oom;
+                }
+            }
+            assertTrue(e != null, "16 MiB limit never reached with " + all.size() + " MiB");
+            assertTrue(e.isByteLimit(), e.getMessage());
+            assertTrue(e.getMessage().contains("byte limit"), e.getMessage());
+            assertTrue(all.size() >= 8 && all.size() <= 16, "allocated " + all.size() + " MiB");
+            all.forEach(limited::free);
+            all.clear();
+            for (int i = 0; i < 8; i++) {
+                all.add(limited.allocate(1 << 20));
+            }
+            all.forEach(limited::free);
+            assertEquals(16L << 20, limited.stats().limitBytes());
+        }
+    }
+
+    @Test
+    void byteLimitWithSmallBlocksThenContinue() {
+        try (SpanHeap limited = SpanHeap.builder().byteLimit(8L << 20).build()) {
+            List<MemorySegment> all = new ArrayList<>();
+            assertThrows(SpanHeapOutOfMemoryError.class, () -> {
+                for (int i = 0; i < 10_000_000; i++) {
+                    all.add(limited.allocateUninitialized(1000));
+                }
+            });
+            assertTrue(all.size() > 1000);
+            all.forEach(limited::free);
+            all.clear();
+            for (int i = 0; i < 1000; i++) {
+                all.add(limited.allocate(1000));
+            }
+            all.forEach(limited::free);
+            assertEquals(0, limited.stats().liveBytes());
+        }
+    }
+
+    // ---- close ---------------------------------------------------------------------
+
+    @Test
+    void useAfterCloseThrows() {
+        SpanHeap h = SpanHeap.create();
+        MemorySegment small = h.allocate(64);
+        MemorySegment large = h.allocate(4 << 20);
+        small.set(JAVA_LONG, 0, 1);
+        h.close();
+        assertFalse(h.isOpen());
+        // The fast paths report the closed scope in the JDK's words; the slow paths say "heap is closed".
+        assertThrows(IllegalStateException.class, () -> h.allocate(64));
+        assertEquals("heap is closed", assertThrows(IllegalStateException.class, () -> h.allocate(4 << 20)).getMessage());
+        assertThrows(IllegalStateException.class, () -> h.allocate(64, 4096));
+        assertThrows(IllegalStateException.class, () -> small.get(JAVA_LONG, 0));
+        assertThrows(IllegalStateException.class, () -> large.set(JAVA_LONG, 0, 1));
+        assertThrows(IllegalStateException.class, () -> h.free(small));
+        assertThrows(IllegalStateException.class, () -> h.free(large));
+        assertThrows(IllegalStateException.class, h::stats);
+        assertThrows(IllegalStateException.class, h::newArena);
+        assertThrows(IllegalStateException.class, h::flushThreadCache);
+        h.close();                                   // idempotent
+    }
+
+    @Test
+    void globalHeapCannotBeClosed() {
+        SpanHeap g = SpanHeap.global();
+        assertSame(g, SpanHeap.global());
+        MemorySegment s = g.allocate(32);
+        g.free(s);
+        assertThrows(UnsupportedOperationException.class, g::close);
+        assertTrue(g.isOpen());
+    }
+
+    @Test
+    void builderRejectsBadSettings() {
+        assertEquals("reserve bytes must be >= 0: -1",
+                assertThrows(IllegalArgumentException.class, () -> SpanHeap.builder().reserveBytes(-1)).getMessage());
+        assertThrows(IllegalArgumentException.class, () -> SpanHeap.builder().byteLimit(-1));
+        assertThrows(IllegalArgumentException.class, () -> SpanHeap.builder().reuseThresholdPercent(101));
+        assertThrows(IllegalArgumentException.class, () -> SpanHeap.builder().threadCacheBlocks(-1));
+        assertThrows(IllegalArgumentException.class, () -> SpanHeap.builder().threadCacheBytesPerClass(-1));
+    }
+
+    @Test
+    void heapWithoutThreadCachesWorks() {
+        try (SpanHeap direct = SpanHeap.builder().threadCacheBlocks(0).build()) {
+            List<MemorySegment> all = new ArrayList<>();
+            for (int i = 0; i < 1000; i++) {
+                MemorySegment s = direct.allocate(i % 500);
+                fill(s, i);
+                all.add(s);
+            }
+            for (int i = 0; i < all.size(); i++) {
+                check(all.get(i), i);
+                direct.free(all.get(i));
+            }
+            assertThrows(IllegalStateException.class, () -> direct.free(all.get(3)));
+            for (long size : new long[] {0, 64, 100_000, 1 << 20}) {
+                MemorySegment s = direct.allocate(size);
+                assertTrue(isZero(s));
+                direct.free(s);
+            }
+            assertThrows(IllegalArgumentException.class, () -> direct.allocate(-1));
+            assertEquals(0, direct.stats().cachedBytes());
+            assertEquals(0, direct.stats().liveBytes());
+        }
+    }
+}

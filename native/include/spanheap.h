@@ -1,0 +1,182 @@
+/*
+ * spanheap.h — public C API of the spanheap native core.
+ *
+ * A heap owns one large reservation of virtual memory (the arena), cut into
+ * virtual spans of one fixed size. Small blocks (up to the largest size class)
+ * live in real spans inside virtual spans; larger requests are mapped
+ * directly. Several heaps may live in one process, each with its own arena.
+ *
+ * Thread safety: every function except sh_heap_create/sh_heap_destroy may be
+ * called concurrently from any thread on the same heap. sh_heap_destroy must
+ * not race with any other call on that heap.
+ *
+ * Java bindings (core/, org.spanheap.internal) mirror the structs and
+ * constants below; keep both in step (SH_ABI_VERSION).
+ */
+#ifndef SPANHEAP_H
+#define SPANHEAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever a struct layout or constant below changes meaning. */
+#define SH_ABI_VERSION 1
+
+/* Upper bound on the number of size classes; sh_heap_stats arrays use it. */
+#define SH_MAX_CLASSES 64
+
+/* Error codes (returned as negative values where a function returns int). */
+typedef enum sh_error {
+    SH_OK = 0,
+    SH_E_INVALID = 1,      /* bad argument: size, alignment, class index   */
+    SH_E_NOMEM = 2,        /* arena exhausted or the OS refused memory      */
+    SH_E_LIMIT = 3,        /* the configured byte limit would be exceeded   */
+    SH_E_NOT_OWNED = 4,    /* pointer is not a block of this heap           */
+    SH_E_DOUBLE_FREE = 5,  /* block is already free                         */
+    SH_E_INTERIOR = 6      /* pointer is inside a block, not at its start   */
+} sh_error;
+
+typedef struct sh_heap sh_heap;
+
+/* Called when sh_free detects a bad pointer. The block is left untouched. */
+typedef void (*sh_error_fn)(sh_heap *heap, int error, void *ptr, void *ctx);
+
+typedef struct sh_config {
+    size_t reserve_bytes;   /* arena reservation; 0 = default (64 GiB)     */
+    size_t byte_limit;      /* cap on memory taken from the OS by spans in
+                               use and large objects; 0 = unlimited          */
+    unsigned reuse_threshold_pct; /* scalloc's reusability threshold, in
+                               percent of a span's blocks; 0 = default      */
+    int allow_huge_pages;   /* 0 (default): MADV_NOHUGEPAGE on the arena   */
+    sh_error_fn on_error;   /* NULL = report once on stderr, then ignore   */
+    void *on_error_ctx;
+} sh_config;
+
+/* Fills cfg with the defaults. */
+void sh_config_init(sh_config *cfg);
+
+/* Creates a heap; cfg NULL means defaults. NULL on failure (sh_last_error). */
+sh_heap *sh_heap_create(const sh_config *cfg);
+
+/* Releases the arena and all large objects. Threads that used the heap keep
+ * no dangling state (their per-thread caches for it are invalidated). */
+void sh_heap_destroy(sh_heap *heap);
+
+/* Allocates size bytes (size 0 allowed: a minimal block), aligned to at
+ * least 16. Contents are unspecified. NULL on failure, sh_last_error says
+ * why. */
+void *sh_alloc(sh_heap *heap, size_t size);
+
+/* As sh_alloc, aligned to alignment (a power of two). */
+void *sh_alloc_aligned(sh_heap *heap, size_t size, size_t alignment);
+
+/* Frees a block from sh_alloc/sh_alloc_aligned. NULL is ignored. A bad
+ * pointer (not owned, double free, interior) is reported to on_error and
+ * otherwise ignored: nothing is corrupted. */
+void sh_free(sh_heap *heap, void *ptr);
+
+/* As sh_free, but returns SH_OK or an sh_error code instead of calling
+ * on_error. */
+int sh_free_checked(sh_heap *heap, void *ptr);
+
+/* Usable bytes of the block at ptr; 0 if ptr is not a live block's start. */
+size_t sh_usable_size(sh_heap *heap, const void *ptr);
+
+/* Error code of the last failing call on this OS thread. */
+int sh_last_error(void);
+
+/* ---- size classes ---------------------------------------------------- */
+
+typedef struct sh_class_info {
+    uint32_t block_size;     /* bytes per block                           */
+    uint32_t payload_offset; /* offset of the first block from span start */
+    uint32_t block_count;    /* blocks per real span                      */
+    uint32_t real_span_size; /* bytes of the real span                    */
+} sh_class_info;
+
+/* Number of size classes (<= SH_MAX_CLASSES). */
+int sh_class_count(void);
+/* Index of the smallest class that holds size bytes, or -1 if too large. */
+int sh_class_of(size_t size);
+/* Fills *out for class idx; SH_E_INVALID for a bad index. */
+int sh_class_get(int idx, sh_class_info *out);
+
+/* ---- batch entry points for the Java thread caches -------------------
+ *
+ * Blocks moved by these calls are *cached free* blocks: they carry the free
+ * mark (see sh_layout.free_key) and are not counted as live by the caller's
+ * heap until the Java side hands them out. */
+
+/* Takes up to n free blocks of class cls into out[0..). Returns the number
+ * taken (>= 1), or a negative sh_error (-SH_E_LIMIT, -SH_E_NOMEM,
+ * -SH_E_INVALID). */
+int sh_alloc_batch(sh_heap *heap, int cls, void **out, int n);
+
+/* Returns n cached free blocks (any classes, already free-marked) to the
+ * heap. Returns SH_OK or a negative sh_error if some pointer was not a
+ * block of this heap (such pointers are skipped). */
+int sh_free_batch(sh_heap *heap, void *const *blocks, int n);
+
+/* ---- layout shared with the Java fast path ---------------------------
+ *
+ * Every virtual span starts with a header whose first 8 bytes are stable:
+ *
+ *   offset 0  uint32  magic       SH_SPAN_MAGIC while the span holds a size
+ *                                 class, anything else otherwise
+ *   offset 4  uint16  size_class
+ *   offset 6  uint16  reserved
+ *
+ * A block is free (in a span free list, in the span pool's spans, or in a
+ * Java cache) exactly when its second 8-byte word equals
+ * (free_key ^ block_address); every allocation path clears that word. */
+#define SH_SPAN_MAGIC 0x5350414eu /* "SPAN" */
+
+typedef struct sh_layout {
+    uint64_t arena_base;     /* first byte of the arena, span-aligned       */
+    uint64_t arena_size;     /* bytes reserved                              */
+    uint64_t span_size;      /* virtual span size, a power of two           */
+    uint64_t frontier_addr;  /* address of a uint64_t: every address in
+                                [arena_base, *frontier) is readable; read it
+                                with acquire ordering                        */
+    uint64_t free_key;       /* per-heap random key for the free mark       */
+    uint64_t max_small_size; /* largest size served by a size class         */
+} sh_layout;
+
+/* Fills *out with this heap's layout. */
+void sh_heap_layout(const sh_heap *heap, sh_layout *out);
+
+/* ---- statistics ------------------------------------------------------ */
+
+typedef struct sh_heap_stats {
+    uint64_t reserved_bytes;     /* arena reservation                       */
+    uint64_t committed_bytes;    /* arena bytes made accessible minus those
+                                    returned with madvise, plus large maps  */
+    uint64_t resident_bytes;     /* estimate of memory backed by RAM        */
+    uint64_t live_bytes;         /* bytes in blocks handed out (block size),
+                                    including Java-cached blocks, plus large */
+    uint64_t large_bytes;        /* bytes mapped for large objects          */
+    uint64_t large_count;
+    uint64_t limit_bytes;        /* configured byte limit, 0 = none         */
+    uint64_t limited_bytes;      /* bytes counted against the limit         */
+    uint64_t spans_carved;       /* virtual spans taken from the arena      */
+    uint64_t spans_hot;
+    uint64_t spans_floating;
+    uint64_t spans_reusable;
+    uint64_t spans_free;         /* in the span pool                        */
+    uint64_t madvise_calls;
+    uint64_t class_live_blocks[SH_MAX_CLASSES];
+    uint64_t class_spans[SH_MAX_CLASSES];
+} sh_heap_stats;
+
+/* Fills *out. Counters are exact when the heap is quiescent and a
+ * consistent-enough estimate while other threads run. */
+void sh_stats(sh_heap *heap, sh_heap_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SPANHEAP_H */

@@ -1,0 +1,118 @@
+/*
+ * arena.c — one reservation of virtual memory per heap, cut into virtual
+ * spans of SH_SPAN_SIZE (2 MiB) by an atomic bump pointer.
+ *
+ * The reservation is PROT_NONE + MAP_NORESERVE, aligned to the span size.
+ * It is committed on demand: when a carved span lies beyond the committed
+ * frontier, one thread (commit_lock) mprotects SH_COMMIT_SPANS spans at once
+ * to read/write and then publishes the new frontier with a release store.
+ * The frontier only grows and nothing is ever re-protected: every address
+ * in [base, frontier) stays readable until the heap is destroyed (free
+ * spans are given back with madvise(MADV_DONTNEED), which keeps the mapping
+ * readable). The Java fast path relies on this: it reads span headers below
+ * the frontier without asking the native side.
+ *
+ * Transparent huge pages: MADV_NOHUGEPAGE on the whole arena unless
+ * sh_config.allow_huge_pages. A 2 MiB virtual span usually holds a much
+ * smaller real span (16 KiB .. 1 MiB); with THP the kernel would back the
+ * whole 2 MiB with one huge page and inflate RSS up to 128x for small
+ * classes, and khugepaged would undo our madvise of free spans.
+ */
+#include <errno.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+int sh_arena_init(sh_arena *a, size_t reserve, int allow_huge_pages)
+{
+    if (reserve == 0)
+        reserve = SH_DEFAULT_RESERVE;
+    if (reserve > ((size_t)1 << 46))
+        return SH_E_INVALID;
+    size_t size = (reserve + SH_SPAN_SIZE - 1) & ~(SH_SPAN_SIZE - 1);
+    size_t map_size = size + SH_SPAN_SIZE;
+    void *m = mmap(NULL, map_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
+        return SH_E_NOMEM;
+    uintptr_t base = ((uintptr_t)m + SH_SPAN_SIZE - 1) & ~(uintptr_t)(SH_SPAN_SIZE - 1);
+    /* trim the unaligned head and the tail so only [base, base+size) stays */
+    size_t head = base - (uintptr_t)m;
+    if (head)
+        munmap(m, head);
+    size_t tail = map_size - head - size;
+    if (tail)
+        munmap((void *)(base + size), tail);
+    a->map = (void *)base;
+    a->map_size = size;
+    a->base = base;
+    a->size = size;
+    a->nspans = size >> SH_SPAN_SHIFT;
+    atomic_init(&a->frontier, (uint64_t)base);
+    atomic_init(&a->next, 0);
+    pthread_mutex_init(&a->commit_lock, NULL);
+    if (!allow_huge_pages)
+        (void)madvise((void *)base, size, MADV_NOHUGEPAGE); /* best effort */
+    return SH_OK;
+}
+
+void sh_arena_destroy(sh_arena *a)
+{
+    if (a->map)
+        munmap(a->map, a->map_size);
+    pthread_mutex_destroy(&a->commit_lock);
+    a->map = NULL;
+}
+
+/* fork: the commit lock (see sh_fork_prepare) */
+void sh_arena_fork(sh_arena *a, int phase)
+{
+    if (phase == SH_FORK_PREPARE)
+        pthread_mutex_lock(&a->commit_lock);
+    else if (phase == SH_FORK_PARENT)
+        pthread_mutex_unlock(&a->commit_lock);
+    else
+        pthread_mutex_init(&a->commit_lock, NULL);
+}
+
+SH_COLD static bool arena_commit_slow(sh_arena *a, uint64_t need)
+{
+    bool ok = true;
+    pthread_mutex_lock(&a->commit_lock);
+    /* relaxed: the frontier is only written under commit_lock */
+    uint64_t f = atomic_load_explicit(&a->frontier, memory_order_relaxed);
+    if (f < need) {
+        uint64_t end = a->base + a->size;
+        uint64_t want = f + (uint64_t)SH_COMMIT_SPANS * SH_SPAN_SIZE;
+        if (want < need)
+            want = need;
+        if (want > end)
+            want = end;
+        if (mprotect((void *)f, want - f, PROT_READ | PROT_WRITE) == 0) {
+            /* release: a reader that sees the new frontier (acquire) also
+             * sees the pages as accessible and the headers written after */
+            atomic_store_explicit(&a->frontier, want, memory_order_release);
+        } else {
+            ok = false;
+        }
+    }
+    pthread_mutex_unlock(&a->commit_lock);
+    return ok;
+}
+
+sh_span *sh_arena_carve(sh_arena *a)
+{
+    /* relaxed: the index only has to be unique; the span's memory is
+     * published by the frontier (release/acquire) */
+    uint64_t i = atomic_load_explicit(&a->next, memory_order_relaxed);
+    do {
+        if (i >= a->nspans)
+            return NULL; /* exhausted: caller reports SH_E_NOMEM */
+    } while (!atomic_compare_exchange_weak_explicit(&a->next, &i, i + 1, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    uint64_t need = a->base + (i + 1) * SH_SPAN_SIZE;
+    /* acquire: pairs with the release store in arena_commit_slow */
+    if (SH_UNLIKELY(atomic_load_explicit(&a->frontier, memory_order_acquire) < need) &&
+        !arena_commit_slow(a, need))
+        return NULL; /* the index is lost; only address space, no memory */
+    return (sh_span *)(a->base + i * SH_SPAN_SIZE);
+}

@@ -1,0 +1,168 @@
+/*
+ * large.c — objects beyond the largest size class (1 MiB), and aligned
+ * requests above 4096, mapped directly with mmap and unmapped on free.
+ *
+ * A mutex-protected open-addressing table (keyed by the user pointer)
+ * records every live mapping, so sh_free / sh_usable_size recognise large
+ * objects and reject unknown pointers without touching them. Large
+ * allocations are rare and each costs two syscalls anyway; the lock is not
+ * what limits them.
+ */
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+#define EMPTY 0u
+#define TOMB 1u
+
+int sh_large_init(sh_heap *h)
+{
+    pthread_mutex_init(&h->large.lock, NULL);
+    h->large.cap = 64;
+    h->large.v = calloc(h->large.cap, sizeof(sh_large_entry));
+    return h->large.v ? SH_OK : SH_E_NOMEM;
+}
+
+void sh_large_destroy(sh_heap *h)
+{
+    sh_large_table *t = &h->large;
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->v && t->v[i].ptr > TOMB)
+            munmap((void *)t->v[i].ptr, t->v[i].size);
+    free(t->v);
+    t->v = NULL;
+    pthread_mutex_destroy(&t->lock);
+}
+
+/* fork: the table's lock (see sh_fork_prepare) */
+void sh_large_fork(sh_heap *h, int phase)
+{
+    if (phase == SH_FORK_PREPARE)
+        pthread_mutex_lock(&h->large.lock);
+    else if (phase == SH_FORK_PARENT)
+        pthread_mutex_unlock(&h->large.lock);
+    else
+        pthread_mutex_init(&h->large.lock, NULL);
+}
+
+static size_t slot_of(uintptr_t p, size_t cap)
+{
+    uint64_t x = (uint64_t)p >> 12;
+    x *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(x >> 17) & (cap - 1);
+}
+
+static sh_large_entry *find(sh_large_table *t, uintptr_t p) /* lock held */
+{
+    for (size_t i = slot_of(p, t->cap), n = 0; n < t->cap; i = (i + 1) & (t->cap - 1), n++) {
+        if (t->v[i].ptr == p)
+            return &t->v[i];
+        if (t->v[i].ptr == EMPTY)
+            return NULL;
+    }
+    return NULL;
+}
+
+static void put(sh_large_entry *v, size_t cap, uintptr_t p, size_t size)
+{
+    size_t i = slot_of(p, cap);
+    while (v[i].ptr > TOMB)
+        i = (i + 1) & (cap - 1);
+    v[i].ptr = p;
+    v[i].size = size;
+}
+
+static bool insert(sh_large_table *t, uintptr_t p, size_t size) /* lock held */
+{
+    if ((t->used + t->tomb + 1) * 2 > t->cap) {
+        size_t cap = 64;
+        while (cap < (t->used + 1) * 4)
+            cap *= 2;
+        sh_large_entry *v = calloc(cap, sizeof *v);
+        if (!v)
+            return false;
+        for (size_t i = 0; i < t->cap; i++)
+            if (t->v[i].ptr > TOMB)
+                put(v, cap, t->v[i].ptr, t->v[i].size);
+        free(t->v);
+        t->v = v;
+        t->cap = cap;
+        t->tomb = 0;
+    }
+    put(t->v, t->cap, p, size);
+    t->used++;
+    return true;
+}
+
+void *sh_large_alloc(sh_heap *h, size_t size, size_t alignment)
+{
+    size_t usable = (size + SH_PAGE - 1) & ~(SH_PAGE - 1);
+    if (usable == 0)
+        usable = SH_PAGE;
+    if (alignment < SH_PAGE)
+        alignment = SH_PAGE;
+    if (!sh_limit_acquire(h, usable)) {
+        sh_set_error(SH_E_LIMIT);
+        return NULL;
+    }
+    size_t map_len = usable + (alignment > SH_PAGE ? alignment : 0);
+    char *m = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+        sh_limit_release(h, usable);
+        sh_set_error(SH_E_NOMEM);
+        return NULL;
+    }
+    char *p = (char *)(((uintptr_t)m + alignment - 1) & ~(uintptr_t)(alignment - 1));
+    if (map_len != usable) {
+        if (p > m)
+            munmap(m, (size_t)(p - m));
+        size_t tail = map_len - (size_t)(p - m) - usable;
+        if (tail)
+            munmap(p + usable, tail);
+    }
+    pthread_mutex_lock(&h->large.lock);
+    bool ok = insert(&h->large, (uintptr_t)p, usable);
+    pthread_mutex_unlock(&h->large.lock);
+    if (!ok) {
+        munmap(p, usable);
+        sh_limit_release(h, usable);
+        sh_set_error(SH_E_NOMEM);
+        return NULL;
+    }
+    /* relaxed: statistics only */
+    atomic_fetch_add_explicit(&h->large_bytes, (int64_t)usable, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->large_count, 1, memory_order_relaxed);
+    return p;
+}
+
+int sh_large_free(sh_heap *h, void *p)
+{
+    pthread_mutex_lock(&h->large.lock);
+    sh_large_entry *e = find(&h->large, (uintptr_t)p);
+    size_t size = 0;
+    if (e) {
+        size = e->size;
+        e->ptr = TOMB;
+        h->large.used--;
+        h->large.tomb++;
+    }
+    pthread_mutex_unlock(&h->large.lock);
+    if (!e)
+        return SH_E_NOT_OWNED;
+    munmap(p, size);
+    sh_limit_release(h, size);
+    /* relaxed: statistics only */
+    atomic_fetch_sub_explicit(&h->large_bytes, (int64_t)size, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&h->large_count, 1, memory_order_relaxed);
+    return SH_OK;
+}
+
+size_t sh_large_usable(sh_heap *h, const void *p)
+{
+    pthread_mutex_lock(&h->large.lock);
+    sh_large_entry *e = find(&h->large, (uintptr_t)p);
+    size_t size = e ? e->size : 0;
+    pthread_mutex_unlock(&h->large.lock);
+    return size;
+}

@@ -1,0 +1,382 @@
+/*
+ * span.c — the span header, its free lists and its state transitions.
+ *
+ * A span in the frontend holds one size class. Its blocks are free in one
+ * of three places: the owner's private local free list (only while HOT),
+ * the never-used bump region [bump, block_count), or the shared free list
+ * in the anchor word (see internal.h for its layout). Every state change
+ * and every shared-list push is one CAS on the anchor, so a free racing
+ * with a state change is serialised (LRMalloc's anchor technique with
+ * scalloc's states):
+ *
+ *     pool --acquire--> HOT --retire (full)--> FLOATING --free reaches
+ *      ^                 ^                       |         threshold--> REUSABLE
+ *      |                 +---------take (owner)--+---------------------+  |
+ *      +----- EMPTYING <---- last free (any thread) ---------------------+
+ *
+ *   HOT       a LAB allocates from it. Remote frees push to the anchor list;
+ *             the owner takes that list whole when its local list is empty.
+ *             A HOT span is never returned by a free (it is the LAB's
+ *             buffer); it leaves HOT when full or when its thread exits.
+ *   FLOATING  not HOT, fewer than reuse_thr free blocks, in no list. The
+ *             free that reaches the threshold moves it to REUSABLE and into
+ *             the owning LAB's reusable set, or, if that LAB's thread has
+ *             exited (orphan), into the freeing thread's set (adoption).
+ *   REUSABLE  in its owner's reusable set (a small mutex-protected list per
+ *             LAB and class, as in scalloc; only span events take it).
+ *   EMPTYING  the free that makes every block free wins this state in its
+ *             CAS and returns the span to the pool at once (eager return),
+ *             whether it is local or remote; the CAS makes the winner unique.
+ *
+ * Anchor count: for a HOT span the blocks in the shared list; otherwise all
+ * free blocks (listed + never bumped), so "empty" is count == block_count.
+ *
+ * Memory orders: pushes use release so the taker (acquire) sees the link
+ * written into the block and the user's last writes before the free; state
+ * changes that hand the span (its header fields and lists) to another
+ * thread use acq_rel so both sides see each other's plain writes. Failed
+ * CASes are relaxed: the loop re-reads and recomputes everything.
+ */
+#include "internal.h"
+
+#define AO_RELAXED memory_order_relaxed
+#define AO_ACQ_REL memory_order_acq_rel
+
+static void stat_move(_Atomic int64_t *from, _Atomic int64_t *to)
+{
+    /* relaxed: statistics only, no ordering with the span's data */
+    if (from)
+        atomic_fetch_sub_explicit(from, 1, AO_RELAXED);
+    if (to)
+        atomic_fetch_add_explicit(to, 1, AO_RELAXED);
+}
+
+static void rset_push(sh_lab *lab, unsigned cls, sh_span *s) /* lab->lock held */
+{
+    s->rl_prev = NULL;
+    s->rl_next = lab->reusable[cls];
+    if (s->rl_next)
+        s->rl_next->rl_prev = s;
+    lab->reusable[cls] = s;
+}
+
+/* Unlinks s given its neighbours as read while we still owned s; writes
+ * only the neighbours (in this set, so guarded by lab->lock), never s:
+ * after a REUSABLE -> FLOATING CAS another thread may already be linking s
+ * into its own set. */
+static void rset_unlink(sh_lab *lab, unsigned cls, sh_span *prev, sh_span *next)
+{
+    if (prev)
+        prev->rl_next = next;
+    else
+        lab->reusable[cls] = next;
+    if (next)
+        next->rl_prev = prev;
+}
+
+static void rset_remove(sh_lab *lab, unsigned cls, sh_span *s) /* lab->lock held, s ours */
+{
+    rset_unlink(lab, cls, s->rl_prev, s->rl_next);
+    s->rl_prev = s->rl_next = NULL;
+}
+
+static sh_lab *lab_at(sh_heap *h, unsigned idx)
+{
+    /* acquire: pairs with the release store that published the LAB */
+    return atomic_load_explicit(&h->labs[idx], memory_order_acquire);
+}
+
+void sh_span_init(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls)
+{
+    const sh_class_desc *c = &sh_classes[cls];
+    if (s->touched < c->real_span_size) {
+        /* relaxed: statistics only */
+        atomic_fetch_add_explicit(&h->resident, (int64_t)(c->real_span_size - s->touched), AO_RELAXED);
+        s->touched = c->real_span_size;
+    }
+    if (s->kept) {
+        /* relaxed: the pool's budget, see span_advise */
+        atomic_fetch_sub_explicit(&h->pool_kept, (int64_t)s->kept, AO_RELAXED);
+        s->kept = 0;
+    }
+    if (s->advised) {
+        /* relaxed: statistics only */
+        atomic_fetch_sub_explicit(&h->advised, (int64_t)s->advised, AO_RELAXED);
+        s->advised = 0;
+    }
+    s->local_free = NULL;
+    s->rl_prev = s->rl_next = NULL;
+    /* relaxed: the span is exclusively ours; other threads only learn of it
+     * through blocks we hand out, which the user publishes */
+    atomic_store_explicit(&s->bump, 0, AO_RELAXED);
+    atomic_store_explicit(&s->anchor, sh_a_make(SH_ST_HOT, lab->idx, 0, 0), AO_RELAXED);
+    atomic_store_explicit(&s->size_class, (uint16_t)cls, AO_RELAXED);
+    /* relaxed: published with the class by the magic's release below */
+    atomic_store_explicit(&s->blk_size, c->block_size, AO_RELAXED);
+    atomic_store_explicit(&s->blk_off, c->payload_offset, AO_RELAXED);
+    atomic_store_explicit(&s->blk_count, c->block_count, AO_RELAXED);
+    atomic_store_explicit(&s->blk_recip, c->recip, AO_RELAXED);
+    /* release: a validator that sees the magic (acquire) sees the class */
+    atomic_store_explicit(&s->magic, SH_SPAN_MAGIC, memory_order_release);
+    atomic_fetch_add_explicit(&h->class_spans[cls], 1, AO_RELAXED); /* stats */
+    stat_move(NULL, &h->n_hot);
+}
+
+/* The whole span is free and we won EMPTYING: unlink it (if it sits in a
+ * reusable set) and give it to the pool. */
+static void span_emptied(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls, uint64_t old)
+{
+    unsigned st = sh_a_state(old);
+    if (st == SH_ST_REUSABLE) {
+        sh_lab *owner = lab_at(h, sh_a_lab(old));
+        pthread_mutex_lock(&owner->lock);
+        rset_remove(owner, cls, s);
+        pthread_mutex_unlock(&owner->lock);
+        stat_move(&h->n_reusable, NULL);
+    } else if (st == SH_ST_FLOATING) {
+        stat_move(&h->n_floating, NULL);
+    } else {
+        stat_move(&h->n_hot, NULL);
+    }
+    sh_span_release(h, me, s, cls);
+}
+
+/* FLOATING -> REUSABLE with the target LAB's lock held across the CAS, so
+ * a later emptier (which locks the same LAB) always finds it linked.
+ * Returns false if the anchor no longer allows the move (caller retries). */
+static bool span_make_reusable(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls, void *first,
+                               void *last, uint32_t k, uint64_t a)
+{
+    const sh_class_desc *c = &sh_classes[cls];
+    sh_lab *target = lab_at(h, sh_a_lab(a));
+    /* relaxed hint; re-checked under the lock */
+    if (!target || atomic_load_explicit(&target->closed, AO_RELAXED))
+        target = me;
+    pthread_mutex_lock(&target->lock);
+    if (atomic_load_explicit(&target->closed, AO_RELAXED) && target != me) {
+        pthread_mutex_unlock(&target->lock);
+        target = me;
+        pthread_mutex_lock(&target->lock);
+    }
+    for (;;) {
+        uint32_t n = sh_a_cnt(a) + k;
+        if (sh_a_state(a) != SH_ST_FLOATING || n >= c->block_count || n < h->reuse_thr[cls]) {
+            pthread_mutex_unlock(&target->lock);
+            return false;
+        }
+        *(void **)last = sh_block_at(s, sh_a_head(a));
+        uint64_t nw = sh_a_make(SH_ST_REUSABLE, target->idx, n, sh_head_of(s, first));
+        /* acq_rel: publishes the pushed blocks (release) and orders our
+         * header writes (rl links) after the owner's earlier ones */
+        if (atomic_compare_exchange_weak_explicit(&s->anchor, &a, nw, AO_ACQ_REL, AO_RELAXED)) {
+            rset_push(target, cls, s);
+            pthread_mutex_unlock(&target->lock);
+            stat_move(&h->n_floating, &h->n_reusable);
+            return true;
+        }
+    }
+}
+
+/* Pushes the chain first..last (k blocks, linked through word 0, already
+ * free-marked) onto s's shared list and performs the state change the new
+ * count calls for. Used by every free that is not a local free into the
+ * caller's own HOT span. */
+void sh_span_free_chain(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls, void *first, void *last,
+                        uint32_t k)
+{
+    const sh_class_desc *c = &sh_classes[cls];
+    /* relaxed: the CAS re-validates */
+    uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
+    for (;;) {
+        unsigned st = sh_a_state(a);
+        uint32_t n = sh_a_cnt(a) + k;
+        uint64_t nw;
+        *(void **)last = sh_block_at(s, sh_a_head(a));
+        if (st == SH_ST_HOT) {
+            nw = sh_a_make(SH_ST_HOT, sh_a_lab(a), n, sh_head_of(s, first));
+        } else if (st == SH_ST_FLOATING || st == SH_ST_REUSABLE) {
+            if (n >= c->block_count) {
+                nw = sh_a_make(SH_ST_EMPTYING, sh_a_lab(a), n, sh_head_of(s, first));
+            } else if (st == SH_ST_FLOATING && n >= h->reuse_thr[cls]) {
+                if (span_make_reusable(h, me, s, cls, first, last, k, a))
+                    return;
+                a = atomic_load_explicit(&s->anchor, AO_RELAXED); /* relaxed: retried */
+                continue;
+            } else {
+                nw = sh_a_make(st, sh_a_lab(a), n, sh_head_of(s, first));
+            }
+        } else {
+            return; /* FREE/EMPTYING: only a racing double free gets here */
+        }
+        /* release: the taker sees our link and the block contents; acquire
+         * (for EMPTYING): we then own the span and its header */
+        if (atomic_compare_exchange_weak_explicit(&s->anchor, &a, nw, AO_ACQ_REL, AO_RELAXED)) {
+            if (sh_a_state(nw) == SH_ST_EMPTYING)
+                span_emptied(h, me, s, cls, a);
+            return;
+        }
+    }
+}
+
+/* Owner, HOT span with an empty local list: take the shared list whole.
+ * Returns false if it was empty. */
+bool sh_span_collect(sh_span *s, sh_lab *lab)
+{
+    /* relaxed: the CAS re-validates */
+    uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
+    while (sh_a_cnt(a) != 0) {
+        /* acquire: see the links and contents the pushers released */
+        if (atomic_compare_exchange_weak_explicit(&s->anchor, &a,
+                                                  sh_a_make(SH_ST_HOT, lab->idx, 0, 0),
+                                                  memory_order_acquire, AO_RELAXED)) {
+            s->local_free = sh_block_at(s, sh_a_head(a));
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Owner, HOT span with an empty local list: hands the next chunk of the
+ * never-used region (about SH_EXTEND_BYTES, at least one block) to the
+ * local list, each block free-marked, and advances bump past it. Bump is
+ * thus written once per chunk, not per allocation, and line 0 (which
+ * every free reads) stays clean; a bad free of a block of the chunk that
+ * was not handed out yet is a double free (it carries the mark). Returns
+ * false if the region is used up. */
+bool sh_span_extend(sh_heap *h, sh_span *s)
+{
+    /* relaxed: we are the HOT owner, the only writer of bump; the geometry
+     * is fixed while the span holds its class */
+    uint32_t i = atomic_load_explicit(&s->bump, AO_RELAXED);
+    uint32_t n = atomic_load_explicit(&s->blk_count, AO_RELAXED);
+    if (i >= n)
+        return false;
+    uint32_t bs = atomic_load_explicit(&s->blk_size, AO_RELAXED);
+    uint32_t k = SH_EXTEND_BYTES / bs;
+    if (k == 0)
+        k = 1;
+    if (k > n - i)
+        k = n - i;
+    char *first = (char *)s + atomic_load_explicit(&s->blk_off, AO_RELAXED) + (size_t)i * bs;
+    const uint64_t key = h->free_key; /* local: the stores below alias everything */
+    char *b = first, *last = first + (size_t)(k - 1) * bs;
+    for (; b != last; b += bs) {
+        ((uint64_t *)b)[0] = (uint64_t)(uintptr_t)(b + bs);
+        ((uint64_t *)b)[1] = key ^ (uint64_t)(uintptr_t)b;
+    }
+    ((uint64_t *)last)[0] = 0; /* extend runs on an empty local list */
+    ((uint64_t *)last)[1] = key ^ (uint64_t)(uintptr_t)last;
+    s->local_free = first;
+    /* relaxed: validators of a handed-out block were ordered after this by
+     * the hand-out; the marks make the rest of the chunk read as free */
+    atomic_store_explicit(&s->bump, i + k, AO_RELAXED);
+    return true;
+}
+
+/* Owner, HOT span with nothing local: HOT -> FLOATING if the shared list is
+ * still empty. Returns false if frees arrived (caller collects them). */
+bool sh_span_retire(sh_heap *h, sh_lab *lab, sh_span *s)
+{
+    uint64_t expect = sh_a_make(SH_ST_HOT, lab->idx, 0, 0);
+    /* release: a later taker of the span sees our header writes (bump) */
+    if (atomic_compare_exchange_strong_explicit(&s->anchor, &expect,
+                                                sh_a_make(SH_ST_FLOATING, lab->idx, 0, 0),
+                                                memory_order_release, AO_RELAXED)) {
+        stat_move(&h->n_hot, &h->n_floating);
+        return true;
+    }
+    return false;
+}
+
+/* Owner gives up its HOT span (thread exit): the local list and the
+ * never-bumped blocks join the shared state; the span becomes FLOATING
+ * (an orphan, adopted by the next free that reaches the threshold) or, if
+ * it is entirely free, goes to the pool. */
+void sh_span_detach(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls)
+{
+    const sh_class_desc *c = &sh_classes[cls];
+    void *first = s->local_free, *last = NULL;
+    uint32_t nlocal = 0;
+    for (void *b = first; b; b = *(void **)b) {
+        last = b;
+        nlocal++;
+    }
+    /* relaxed: we are the HOT owner, the only writer of bump */
+    uint32_t extra = nlocal + (c->block_count - atomic_load_explicit(&s->bump, AO_RELAXED));
+    s->local_free = NULL;
+    /* relaxed: the CAS re-validates */
+    uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
+    for (;;) {
+        uint64_t head = sh_a_head(a);
+        if (first) {
+            *(void **)last = sh_block_at(s, head);
+            head = sh_head_of(s, first);
+        }
+        uint32_t n = sh_a_cnt(a) + extra;
+        unsigned st = n >= c->block_count ? SH_ST_EMPTYING : SH_ST_FLOATING;
+        uint64_t nw = sh_a_make(st, lab->idx, n, head);
+        /* acq_rel: hands our private header state to the next owner, and
+         * acquires the remote pushes if we return the span */
+        if (atomic_compare_exchange_weak_explicit(&s->anchor, &a, nw, AO_ACQ_REL, AO_RELAXED)) {
+            if (st == SH_ST_EMPTYING)
+                span_emptied(h, lab, s, cls, a);
+            else
+                stat_move(&h->n_hot, &h->n_floating);
+            return;
+        }
+    }
+}
+
+/* Owner: makes a span of its reusable set HOT. NULL if the set has none
+ * (spans that a racing free is emptying are skipped; that free unlinks). */
+sh_span *sh_span_take_reusable(sh_heap *h, sh_lab *lab, unsigned cls)
+{
+    pthread_mutex_lock(&lab->lock);
+    for (sh_span *s = lab->reusable[cls]; s; s = s->rl_next) {
+        /* relaxed: the CAS re-validates */
+        uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
+        while (sh_a_state(a) == SH_ST_REUSABLE) {
+            /* acquire: see the pushed links and the previous owner's
+             * header writes (bump, local list) */
+            if (atomic_compare_exchange_weak_explicit(&s->anchor, &a,
+                                                      sh_a_make(SH_ST_HOT, lab->idx, 0, 0),
+                                                      memory_order_acquire, AO_RELAXED)) {
+                rset_remove(lab, cls, s);
+                pthread_mutex_unlock(&lab->lock);
+                s->local_free = sh_block_at(s, sh_a_head(a));
+                stat_move(&h->n_reusable, &h->n_hot);
+                return s;
+            }
+        }
+    }
+    pthread_mutex_unlock(&lab->lock);
+    return NULL;
+}
+
+/* Thread exit: close the LAB (later threshold frees adopt instead of
+ * inserting here) and turn its reusable spans into FLOATING orphans. */
+void sh_lab_close_reusable(sh_heap *h, sh_lab *lab)
+{
+    pthread_mutex_lock(&lab->lock);
+    atomic_store_explicit(&lab->closed, 1, AO_RELAXED); /* relaxed: read under lock, or as a hint */
+    for (unsigned cls = 0; cls < SH_NUM_CLASSES; cls++) {
+        sh_span *s = lab->reusable[cls];
+        while (s) {
+            sh_span *prev = s->rl_prev, *next = s->rl_next; /* read while s is ours */
+            uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED); /* relaxed: CAS re-validates */
+            while (sh_a_state(a) == SH_ST_REUSABLE) {
+                uint64_t nw = sh_a_make(SH_ST_FLOATING, sh_a_lab(a), sh_a_cnt(a), sh_a_head(a));
+                /* release: an adopter that links s into its set (after its
+                 * acq_rel CAS) sees our reads of the links done */
+                if (atomic_compare_exchange_weak_explicit(&s->anchor, &a, nw, memory_order_release,
+                                                          AO_RELAXED)) {
+                    rset_unlink(lab, cls, prev, next);
+                    stat_move(&h->n_reusable, &h->n_floating);
+                    break;
+                }
+            }
+            s = next; /* EMPTYING spans stay linked: their emptier unlinks */
+        }
+    }
+    pthread_mutex_unlock(&lab->lock);
+}

@@ -1,0 +1,215 @@
+/*
+ * span_pool.c — free spans, kept per real-span size and per core in
+ * lock-free Treiber stacks whose links live inside the free spans' headers.
+ *
+ * ABA protection: the stack head is a tagged pointer. Spans are 2 MiB
+ * aligned user-space addresses (< 2^47), so the top 16 bits are free for a
+ * counter that every successful push and pop increments:
+ *
+ *     63          48 47                                   0
+ *    +--------------+--------------------------------------+
+ *    |  tag (16 b)  |  address of the top span (or 0)      |
+ *    +--------------+--------------------------------------+
+ *
+ * A pop that read head = (t, A) and next = B fails its CAS if, meanwhile,
+ * A was popped and pushed back (head is now (t+2, A)), so it never installs
+ * the stale B. The tag wraps after 65536 operations; a pop would have to be
+ * stalled across exactly a multiple of that between its read and its CAS.
+ * A stalled pop may read the link of a span that is already reused: the
+ * header page is never madvised and the arena never unmapped, so the read
+ * is harmless and the CAS then fails.
+ *
+ * Spans whose touched (resident) size reaches SH_MADVISE_THRESHOLD are
+ * madvise(MADV_DONTNEED)'d, all but the header page, when they enter the
+ * pool (scalloc); smaller ones stay resident for fast reuse.
+ *
+ * Search order in sh_span_acquire: own stripe of the class's real-span
+ * size, the other stripes of that size, other real-span sizes, the arena.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define TAG_SHIFT 48
+#define PTR_MASK (((uint64_t)1 << TAG_SHIFT) - 1)
+
+int sh_pool_init(sh_heap *h)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    if (n > 64)
+        n = 64;
+    h->ncores = (unsigned)n;
+    size_t bytes = sizeof(sh_pool_stack) * SH_NUM_REAL * h->ncores;
+    h->pool = aligned_alloc(64, bytes);
+    if (!h->pool)
+        return SH_E_NOMEM;
+    memset(h->pool, 0, bytes);
+    for (size_t i = 0; i < SH_NUM_REAL * h->ncores; i++)
+        atomic_init(&h->pool[i].head, 0);
+    return SH_OK;
+}
+
+void sh_pool_destroy(sh_heap *h)
+{
+    free(h->pool);
+    h->pool = NULL;
+}
+
+static void stack_push(sh_pool_stack *st, sh_span *s)
+{
+    /* relaxed: the CAS below re-validates the head */
+    uint64_t old = atomic_load_explicit(&st->head, memory_order_relaxed);
+    uint64_t nw;
+    do {
+        /* relaxed: the link is published by the release CAS */
+        atomic_store_explicit(&s->pool_next, old & PTR_MASK, memory_order_relaxed);
+        nw = (uint64_t)(uintptr_t)s | (((old >> TAG_SHIFT) + 1) << TAG_SHIFT);
+        /* release: the popper (acquire) sees the span's header and link */
+    } while (!atomic_compare_exchange_weak_explicit(&st->head, &old, nw, memory_order_release,
+                                                    memory_order_relaxed));
+}
+
+static sh_span *stack_pop(sh_pool_stack *st)
+{
+    /* acquire: to read the top span's link written before its push */
+    uint64_t old = atomic_load_explicit(&st->head, memory_order_acquire);
+    uint64_t nw;
+    sh_span *s;
+    do {
+        s = (sh_span *)(uintptr_t)(old & PTR_MASK);
+        if (!s)
+            return NULL;
+        /* relaxed: may be stale if s was popped meanwhile; the tag makes
+         * the CAS fail then */
+        uint64_t next = atomic_load_explicit(&s->pool_next, memory_order_relaxed);
+        nw = next | (((old >> TAG_SHIFT) + 1) << TAG_SHIFT);
+        /* acquire on success: we own s and read what its pusher wrote;
+         * acquire on failure: we read the new top's link next round */
+    } while (!atomic_compare_exchange_weak_explicit(&st->head, &old, nw, memory_order_acquire,
+                                                    memory_order_acquire));
+    return s;
+}
+
+void sh_pool_push(sh_heap *h, unsigned real_idx, unsigned core, sh_span *s)
+{
+    stack_push(&h->pool[real_idx * h->ncores + core % h->ncores], s);
+    atomic_fetch_add_explicit(&h->n_free, 1, memory_order_relaxed); /* stats only */
+}
+
+static sh_span *pool_pop(sh_heap *h, unsigned real_idx, unsigned core)
+{
+    for (unsigned r = 0; r < SH_NUM_REAL; r++) {
+        unsigned ri = r == 0 ? real_idx : (r <= real_idx ? r - 1 : r);
+        for (unsigned i = 0; i < h->ncores; i++) {
+            sh_span *s = stack_pop(&h->pool[ri * h->ncores + (core + i) % h->ncores]);
+            if (s) {
+                atomic_fetch_sub_explicit(&h->n_free, 1, memory_order_relaxed); /* stats */
+                return s;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* A span entering the pool gives back all but its header page once its
+ * resident part reaches SH_MADVISE_THRESHOLD (scalloc's 32 KiB) -- unless
+ * the pool keeps it resident: up to SH_POOL_KEEP bytes of such spans per
+ * heap stay as they are, so a program that frees and reallocates a working
+ * set of big-block spans (threadtest with 4 KiB blocks) does not pay a
+ * madvise and a page fault per page each time. sh_span_init takes a kept
+ * span's bytes off the budget when it leaves the pool. */
+static void span_advise(sh_heap *h, sh_span *s)
+{
+    if (s->touched < SH_MADVISE_THRESHOLD)
+        return;
+    /* relaxed: a bound on a counter, it orders no data (the span itself is
+     * published by the pool push) */
+    int64_t t = (int64_t)s->touched;
+    if (atomic_fetch_add_explicit(&h->pool_kept, t, memory_order_relaxed) + t <= SH_POOL_KEEP) {
+        s->kept = s->touched;
+        return;
+    }
+    atomic_fetch_sub_explicit(&h->pool_kept, t, memory_order_relaxed); /* as above */
+    size_t len = s->touched - SH_PAGE;
+    (void)madvise((char *)s + SH_PAGE, len, MADV_DONTNEED);
+    /* relaxed: statistics only */
+    atomic_fetch_add_explicit(&h->madvise_calls, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&h->resident, (int64_t)len, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->advised, (int64_t)len, memory_order_relaxed);
+    s->advised += (uint32_t)len;
+    s->touched = SH_PAGE;
+}
+
+/* Takes a span for class cls (counted against the byte limit) and makes it
+ * the HOT span of lab: the LAB's spare span of that real size, else one
+ * from the pool, else a new one from the arena. NULL with sh_last_error set
+ * on failure. */
+sh_span *sh_span_acquire(sh_heap *h, sh_lab *lab, unsigned cls)
+{
+    const sh_class_desc *c = &sh_classes[cls];
+    if (!sh_limit_acquire(h, c->real_span_size)) {
+        sh_set_error(SH_E_LIMIT);
+        return NULL;
+    }
+    sh_span *s = NULL;
+    if (c->real_idx < SH_SPARE_REAL && lab->spare[c->real_idx]) {
+        s = lab->spare[c->real_idx];
+        lab->spare[c->real_idx] = NULL;
+        atomic_fetch_sub_explicit(&h->n_free, 1, memory_order_relaxed); /* stats */
+    } else {
+        s = pool_pop(h, c->real_idx, lab->core);
+    }
+    if (!s) {
+        s = sh_arena_carve(&h->arena);
+        if (!s) {
+            sh_limit_release(h, c->real_span_size);
+            sh_set_error(SH_E_NOMEM);
+            return NULL;
+        }
+    }
+    sh_span_init(h, lab, s, cls);
+    return s;
+}
+
+/* Returns an empty span (state EMPTYING, exclusively ours) to the pool, or
+ * keeps it as the spare of the emptying thread's LAB (me, may be NULL) for
+ * its real size: a thread that empties spans and needs one again at once
+ * (threadtest's rounds) then skips the pool, and for 64 and 256 KiB spans
+ * also the madvise and the page faults after it. A spare is free in every
+ * other respect (magic, anchor, byte limit, statistics). */
+void sh_span_release(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls)
+{
+    const sh_class_desc *c = &sh_classes[cls];
+    /* relaxed: a stale reader only uses it to classify a bad pointer */
+    atomic_store_explicit(&s->magic, SH_FREE_SPAN_MAGIC, memory_order_relaxed);
+    /* relaxed: we own the span (EMPTYING); the pool push releases it */
+    atomic_store_explicit(&s->anchor, sh_a_make(SH_ST_FREE, 0, 0, 0), memory_order_relaxed);
+    atomic_fetch_sub_explicit(&h->class_spans[cls], 1, memory_order_relaxed); /* stats */
+    sh_limit_release(h, c->real_span_size);
+    if (me && me->defer && c->real_idx < SH_SPARE_REAL && !me->spare[c->real_idx]) {
+        me->spare[c->real_idx] = s;
+        atomic_fetch_add_explicit(&h->n_free, 1, memory_order_relaxed); /* stats only */
+        return;
+    }
+    span_advise(h, s);
+    sh_pool_push(h, c->real_idx, me ? me->core : 0, s);
+}
+
+/* Thread exit: the LAB's spare spans go to the pool (madvised as usual). */
+void sh_lab_drop_spares(sh_heap *h, sh_lab *lab)
+{
+    for (unsigned r = 0; r < SH_SPARE_REAL; r++) {
+        sh_span *s = lab->spare[r];
+        if (!s)
+            continue;
+        lab->spare[r] = NULL;
+        span_advise(h, s);
+        /* n_free already counts it */
+        stack_push(&h->pool[r * h->ncores + lab->core % h->ncores], s);
+    }
+}

@@ -1,0 +1,592 @@
+/*
+ * test_api.c — every public function and every error code of spanheap.h:
+ * size classes and their geometry, alignment, usable size, the free mark,
+ * bad frees, batch calls, statistics, byte limit, arena exhaustion, several
+ * heaps, destroy then create.
+ */
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "spanheap.h"
+#include "test_util.h"
+
+static int last_cb_error;
+static void *last_cb_ptr;
+static int cb_calls;
+
+static void on_error(sh_heap *h, int err, void *p, void *ctx)
+{
+    (void)h;
+    (void)ctx;
+    last_cb_error = err;
+    last_cb_ptr = p;
+    cb_calls++;
+}
+
+static sh_heap *heap_with(size_t reserve, size_t limit)
+{
+    sh_config cfg;
+    sh_config_init(&cfg);
+    cfg.reserve_bytes = reserve;
+    cfg.byte_limit = limit;
+    cfg.on_error = on_error;
+    sh_heap *h = sh_heap_create(&cfg);
+    REQUIRE(h != NULL);
+    return h;
+}
+
+static uint64_t word1(const void *p)
+{
+    return ((const uint64_t *)p)[1];
+}
+
+static void test_classes(void)
+{
+    int n = sh_class_count();
+    CHECK(n > 0 && n <= SH_MAX_CLASSES);
+    sh_class_info ci, prev = {0};
+    CHECK_EQ(sh_class_get(-1, &ci), SH_E_INVALID);
+    CHECK_EQ(sh_class_get(n, &ci), SH_E_INVALID);
+    CHECK_EQ(sh_class_of(0), 0);
+    CHECK_EQ(sh_class_of(16), 0);
+    CHECK_EQ(sh_class_of(17), 1);
+    CHECK_EQ(sh_class_of((size_t)1 << 20), n - 1);
+    CHECK_EQ(sh_class_of(((size_t)1 << 20) + 1), -1);
+    for (int c = 0; c < n; c++) {
+        REQUIRE(sh_class_get(c, &ci) == SH_OK);
+        CHECK(ci.block_size % 16 == 0);
+        CHECK(ci.block_size > prev.block_size);
+        CHECK(ci.block_count >= 1);
+        CHECK(ci.payload_offset >= 64);
+        CHECK((uint64_t)ci.payload_offset + (uint64_t)ci.block_count * ci.block_size <= ci.real_span_size);
+        CHECK(ci.real_span_size <= (2u << 20));
+        CHECK_EQ(sh_class_of(ci.block_size), c);
+        if (c > 0)
+            CHECK_EQ(sh_class_of(prev.block_size + 1), c);
+        /* at most 25% internal fragmentation above 128 bytes */
+        if (prev.block_size >= 128)
+            CHECK((double)ci.block_size / (prev.block_size + 1) <= 1.25);
+        prev = ci;
+    }
+    CHECK(prev.block_size >= (1u << 20));
+}
+
+static void test_alloc_free_every_class(void)
+{
+    sh_heap *h = heap_with(0, 0);
+    sh_layout L;
+    sh_heap_layout(h, &L);
+    CHECK(L.arena_base % L.span_size == 0);
+    CHECK(L.arena_size >= ((uint64_t)64 << 30));
+    CHECK_EQ(L.max_small_size, 1 << 20);
+    CHECK(L.free_key != 0);
+    int n = sh_class_count();
+    void *ptrs[SH_MAX_CLASSES];
+    for (int c = 0; c < n; c++) {
+        sh_class_info ci;
+        sh_class_get(c, &ci);
+        void *p = sh_alloc(h, ci.block_size);
+        REQUIRE(p != NULL);
+        CHECK((uintptr_t)p % 16 == 0);
+        CHECK_EQ(sh_usable_size(h, p), ci.block_size);
+        CHECK_EQ(word1(p), 0);
+        memset(p, 0xab, ci.block_size);
+        /* span header, as the Java fast path reads it */
+        uintptr_t span = (uintptr_t)p & ~(uintptr_t)(L.span_size - 1);
+        CHECK_EQ(*(uint32_t *)span, SH_SPAN_MAGIC);
+        CHECK_EQ(*(uint16_t *)(span + 4), c);
+        CHECK(((uintptr_t)p - span - ci.payload_offset) % ci.block_size == 0);
+        /* readable below the frontier */
+        uint64_t frontier = atomic_load_explicit((_Atomic uint64_t *)(uintptr_t)L.frontier_addr,
+                                                 memory_order_acquire);
+        CHECK((uintptr_t)p + ci.block_size <= frontier);
+        ptrs[c] = p;
+    }
+    sh_heap_stats st;
+    sh_stats(h, &st);
+    for (int c = 0; c < n; c++) {
+        CHECK_EQ(st.class_live_blocks[c], 1);
+        CHECK_EQ(st.class_spans[c], 1);
+    }
+    CHECK_EQ(st.spans_hot, n);
+    for (int c = 0; c < n; c++) {
+        CHECK_EQ(sh_free_checked(h, ptrs[c]), SH_OK);
+        CHECK_EQ(word1(ptrs[c]), L.free_key ^ (uint64_t)(uintptr_t)ptrs[c]);
+        CHECK_EQ(sh_usable_size(h, ptrs[c]), 0);
+    }
+    sh_stats(h, &st);
+    CHECK_EQ(st.live_bytes, 0);
+    /* size 0 */
+    void *z = sh_alloc(h, 0);
+    CHECK(z != NULL);
+    CHECK_EQ(sh_usable_size(h, z), 16);
+    sh_free(h, z);
+    sh_heap_destroy(h);
+}
+
+static void test_aligned(void)
+{
+    sh_heap *h = heap_with(0, 0);
+    size_t sizes[] = {0, 1, 16, 100, 1000, 5000, 70000, 1 << 20, (1 << 20) + 1};
+    for (size_t a = 1; a <= ((size_t)1 << 16); a <<= 1) {
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            void *p = sh_alloc_aligned(h, sizes[i], a);
+            REQUIRE(p != NULL);
+            CHECK((uintptr_t)p % a == 0);
+            CHECK((uintptr_t)p % 16 == 0);
+            CHECK(sh_usable_size(h, p) >= sizes[i]);
+            memset(p, 1, sizes[i]);
+            CHECK_EQ(sh_free_checked(h, p), SH_OK);
+        }
+    }
+    CHECK(sh_alloc_aligned(h, 16, 0) == NULL);
+    CHECK_EQ(sh_last_error(), SH_E_INVALID);
+    CHECK(sh_alloc_aligned(h, 16, 24) == NULL);
+    CHECK_EQ(sh_last_error(), SH_E_INVALID);
+    CHECK(sh_alloc(h, (size_t)-1) == NULL);
+    CHECK_EQ(sh_last_error(), SH_E_INVALID);
+    sh_heap_stats st;
+    sh_stats(h, &st);
+    CHECK_EQ(st.live_bytes, 0);
+    CHECK_EQ(st.large_count, 0);
+    sh_heap_destroy(h);
+}
+
+static void test_bad_frees(void)
+{
+    sh_heap *h = heap_with(0, 0);
+    sh_heap *other = heap_with(0, 0);
+    int stack_var = 0;
+    void *m = malloc(64);
+    void *p = sh_alloc(h, 64);
+    void *q = sh_alloc(h, 64);
+    REQUIRE(p && q);
+    memset(p, 0x5a, 64);
+    sh_layout L;
+    sh_heap_layout(h, &L);
+
+    CHECK_EQ(sh_free_checked(h, NULL), SH_OK);
+    CHECK_EQ(sh_free_checked(h, &stack_var), SH_E_NOT_OWNED);
+    CHECK_EQ(sh_last_error(), SH_E_NOT_OWNED);
+    CHECK_EQ(sh_free_checked(h, m), SH_E_NOT_OWNED);
+    CHECK_EQ(sh_free_checked(other, p), SH_E_NOT_OWNED);
+    CHECK_EQ(sh_free_checked(h, (char *)p + 16), SH_E_INTERIOR);
+    CHECK_EQ(sh_free_checked(h, (char *)p + 1), SH_E_INTERIOR);
+    uintptr_t span = (uintptr_t)p & ~(uintptr_t)(L.span_size - 1);
+    CHECK_EQ(sh_free_checked(h, (void *)(span + 8)), SH_E_NOT_OWNED);       /* header */
+    CHECK_EQ(sh_free_checked(h, (void *)(uintptr_t)(L.arena_base + L.arena_size - 64)),
+             SH_E_NOT_OWNED);                                               /* beyond frontier */
+    CHECK_EQ(sh_free_checked(h, (void *)(span + L.span_size - 64)), SH_E_NOT_OWNED); /* past real span */
+    /* never handed out: beyond the bump index, or in the chunk the LAB has
+     * already moved to its local list (free-marked, so a double free) */
+    CHECK_EQ(sh_free_checked(h, (char *)q + 64 * 200), SH_E_NOT_OWNED);
+    CHECK_EQ(sh_free_checked(h, (char *)q + 64 * 10), SH_E_DOUBLE_FREE);
+    /* nothing was modified */
+    for (int i = 0; i < 64; i++)
+        CHECK_EQ(((unsigned char *)p)[i], 0x5a);
+    CHECK_EQ(sh_usable_size(h, p), 64);
+    CHECK_EQ(sh_usable_size(h, (char *)p + 16), 0);
+    CHECK_EQ(sh_usable_size(h, &stack_var), 0);
+
+    CHECK_EQ(sh_free_checked(h, p), SH_OK);
+    CHECK_EQ(sh_free_checked(h, p), SH_E_DOUBLE_FREE);
+    CHECK_EQ(sh_last_error(), SH_E_DOUBLE_FREE);
+    /* sh_free reports through on_error and otherwise ignores */
+    cb_calls = 0;
+    sh_free(h, p);
+    CHECK_EQ(cb_calls, 1);
+    CHECK_EQ(last_cb_error, SH_E_DOUBLE_FREE);
+    CHECK(last_cb_ptr == p);
+    sh_free(h, &stack_var);
+    CHECK_EQ(last_cb_error, SH_E_NOT_OWNED);
+    sh_free(h, (char *)q + 32);
+    CHECK_EQ(last_cb_error, SH_E_INTERIOR);
+    CHECK_EQ(cb_calls, 3);
+    /* the heap still works and hands p out again */
+    void *r = sh_alloc(h, 64);
+    CHECK(r == p);
+    CHECK_EQ(word1(r), 0);
+    sh_free(h, r);
+    sh_free(h, q);
+    CHECK_EQ(cb_calls, 3);
+
+    /* large objects */
+    void *big = sh_alloc(h, (size_t)3 << 20);
+    REQUIRE(big != NULL);
+    memset(big, 7, (size_t)3 << 20);
+    CHECK_EQ(sh_usable_size(h, big), (size_t)3 << 20);
+    CHECK_EQ(sh_free_checked(h, (char *)big + 4096), SH_E_NOT_OWNED);
+    CHECK_EQ(sh_free_checked(h, big), SH_OK);
+    CHECK_EQ(sh_free_checked(h, big), SH_E_NOT_OWNED);
+    CHECK_EQ(sh_usable_size(h, big), 0);
+
+    /* a span returned to the pool: its old block is reported, not touched */
+    sh_class_info ci;
+    sh_class_get(sh_class_of(100000), &ci);
+    void *x = sh_alloc(h, 100000);
+    REQUIRE(x);
+    void *y = sh_alloc(h, 100000); /* x's span stays hot; fill it so it retires */
+    REQUIRE(y);
+    sh_free(h, x);
+    sh_free(h, y);
+    free(m);
+    sh_heap_destroy(other);
+    sh_heap_destroy(h);
+}
+
+static void test_eager_return_and_stats(void)
+{
+    sh_heap *h = heap_with(0, 0);
+    sh_layout L;
+    sh_heap_layout(h, &L);
+    enum { N = 20000 };
+    static void *v[N];
+    size_t sz = 48;
+    for (int i = 0; i < N; i++) {
+        v[i] = sh_alloc(h, sz);
+        REQUIRE(v[i]);
+        memset(v[i], i & 0xff, sz);
+    }
+    sh_heap_stats st;
+    sh_stats(h, &st);
+    int cls = sh_class_of(sz);
+    CHECK_EQ(st.class_live_blocks[cls], N);
+    CHECK_EQ(st.live_bytes, (uint64_t)N * 48);
+    CHECK(st.class_spans[cls] > 1);
+    CHECK_EQ(st.spans_hot, 1);
+    CHECK_EQ(st.spans_floating, st.class_spans[cls] - 1);
+    uint64_t spans = st.class_spans[cls];
+    CHECK(st.limited_bytes > 0);
+    for (int i = 0; i < N; i++)
+        sh_free(h, v[i]);
+    sh_stats(h, &st);
+    CHECK_EQ(st.live_bytes, 0);
+    CHECK_EQ(st.class_live_blocks[cls], 0);
+    /* every non-hot span went back at once */
+    CHECK_EQ(st.class_spans[cls], 1);
+    CHECK_EQ(st.spans_free, spans - 1);
+    CHECK_EQ(st.spans_floating + st.spans_reusable, 0);
+    CHECK(st.committed_bytes >= st.resident_bytes / 2);
+
+    /* large real spans are madvised when they enter the pool, once the
+     * pool keeps SH_POOL_KEEP (32 MiB) of them resident: 320 blocks of
+     * 224 KiB fill about 36 spans of 2 MiB */
+    uint64_t before = st.madvise_calls;
+    for (int i = 0; i < 320; i++)
+        v[i] = sh_alloc(h, 200000);
+    for (int i = 0; i < 320; i++)
+        sh_free(h, v[i]);
+    sh_stats(h, &st);
+    CHECK(st.madvise_calls > before);
+    CHECK_EQ(st.live_bytes, 0);
+    CHECK(st.spans_carved >= st.spans_free);
+
+    /* spans are reused across classes sharing a real-span size */
+    uint64_t carved = st.spans_carved;
+    for (int i = 0; i < 64; i++)
+        v[i] = sh_alloc(h, 150000);
+    for (int i = 0; i < 64; i++)
+        sh_free(h, v[i]);
+    sh_stats(h, &st);
+    CHECK_EQ(st.spans_carved, carved);
+    sh_heap_destroy(h);
+}
+
+static void test_batch(void)
+{
+    sh_heap *h = heap_with(0, 0);
+    sh_layout L;
+    sh_heap_layout(h, &L);
+    enum { N = 3000 };
+    static void *v[N];
+    int cls = sh_class_of(256);
+    int got = 0;
+    while (got < N) {
+        int r = sh_alloc_batch(h, cls, v + got, N - got > 64 ? 64 : N - got);
+        REQUIRE(r >= 1);
+        got += r;
+    }
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(word1(v[i]), L.free_key ^ (uint64_t)(uintptr_t)v[i]); /* cached free */
+        CHECK_EQ(sh_usable_size(h, v[i]), 0);
+        CHECK_EQ(sh_free_checked(h, v[i]), SH_E_DOUBLE_FREE);
+    }
+    sh_heap_stats st;
+    sh_stats(h, &st);
+    CHECK_EQ(st.class_live_blocks[cls], N); /* Java-cached blocks count as live */
+    CHECK_EQ(sh_free_batch(h, v, N), SH_OK);
+    sh_stats(h, &st);
+    CHECK_EQ(st.live_bytes, 0);
+    CHECK_EQ(st.spans_floating + st.spans_reusable, 0);
+    /* errors */
+    CHECK_EQ(sh_alloc_batch(h, -1, v, 4), -SH_E_INVALID);
+    CHECK_EQ(sh_alloc_batch(h, sh_class_count(), v, 4), -SH_E_INVALID);
+    CHECK_EQ(sh_alloc_batch(h, cls, v, 0), -SH_E_INVALID);
+    CHECK_EQ(sh_alloc_batch(h, cls, NULL, 4), -SH_E_INVALID);
+    CHECK_EQ(sh_free_batch(h, NULL, 3), -SH_E_INVALID);
+    CHECK_EQ(sh_free_batch(h, v, -1), -SH_E_INVALID);
+    CHECK_EQ(sh_free_batch(h, v, 0), SH_OK);
+    int stack_var;
+    int r = sh_alloc_batch(h, cls, v, 2);
+    REQUIRE(r == 2);
+    void *mixed[3] = {v[0], &stack_var, v[1]};
+    CHECK_EQ(sh_free_batch(h, mixed, 3), -SH_E_NOT_OWNED);
+    sh_stats(h, &st);
+    CHECK_EQ(st.live_bytes, 0); /* the good ones were taken back */
+    /* mixed classes in one batch */
+    for (int i = 0; i < 100; i++) {
+        CHECK_EQ(sh_alloc_batch(h, i % 10, v + i, 1), 1);
+    }
+    CHECK_EQ(sh_free_batch(h, v, 100), SH_OK);
+    sh_stats(h, &st);
+    CHECK_EQ(st.live_bytes, 0);
+    sh_heap_destroy(h);
+}
+
+static void test_byte_limit(void)
+{
+    size_t limit = (size_t)1 << 20;
+    sh_heap *h = heap_with(0, limit);
+    enum { N = 1000 };
+    static void *v[N];
+    int n = 0;
+    while (n < N) {
+        v[n] = sh_alloc(h, 20000);
+        if (!v[n])
+            break;
+        n++;
+    }
+    CHECK(n > 0 && n < N);
+    CHECK_EQ(sh_last_error(), SH_E_LIMIT);
+    sh_heap_stats st;
+    sh_stats(h, &st);
+    CHECK(st.limited_bytes <= limit);
+    CHECK_EQ(st.limit_bytes, limit);
+    CHECK(sh_alloc(h, (size_t)2 << 20) == NULL);
+    CHECK_EQ(sh_last_error(), SH_E_LIMIT);
+    CHECK_EQ(sh_alloc_batch(h, sh_class_of(20000), v + n, 10), -SH_E_LIMIT);
+    /* still usable: small classes in the hot span, and after frees */
+    for (int i = 0; i < n; i++)
+        sh_free(h, v[i]);
+    void *p = sh_alloc(h, 20000);
+    CHECK(p != NULL);
+    void *big = sh_alloc(h, (size_t)1 << 19 | 1); /* large object within the limit */
+    CHECK(big == NULL || sh_free_checked(h, big) == SH_OK);
+    sh_free(h, p);
+    sh_stats(h, &st);
+    CHECK_EQ(st.live_bytes, 0);
+    sh_heap_destroy(h);
+}
+
+static void test_exhaustion(void)
+{
+    sh_heap *h = heap_with((size_t)4 << 20, 0); /* two virtual spans */
+    void *a = sh_alloc(h, 16);
+    void *b = sh_alloc(h, 1000);
+    CHECK(a && b);
+    void *c = sh_alloc(h, 5000);
+    CHECK(c == NULL);
+    CHECK_EQ(sh_last_error(), SH_E_NOMEM);
+    CHECK_EQ(sh_alloc_batch(h, sh_class_of(5000), &c, 1), -SH_E_NOMEM);
+    /* large objects do not use the arena */
+    void *big = sh_alloc(h, (size_t)8 << 20);
+    CHECK(big != NULL);
+    sh_free(h, big);
+    sh_free(h, a);
+    sh_free(h, b);
+    sh_heap_stats st;
+    sh_stats(h, &st);
+    CHECK_EQ(st.spans_carved, 2);
+    CHECK_EQ(st.live_bytes, 0);
+    sh_heap_destroy(h);
+}
+
+static void *thread_error(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(sh_last_error(), 0);
+    return NULL;
+}
+
+static void test_heaps_and_lifetime(void)
+{
+    sh_config bad;
+    sh_config_init(&bad);
+    CHECK_EQ(bad.reserve_bytes, (size_t)64 << 30);
+    bad.reuse_threshold_pct = 101;
+    CHECK(sh_heap_create(&bad) == NULL);
+    CHECK_EQ(sh_last_error(), SH_E_INVALID);
+    pthread_t t;
+    pthread_create(&t, NULL, thread_error, NULL); /* last error is per thread */
+    pthread_join(t, NULL);
+
+    for (int round = 0; round < 20; round++) {
+        sh_heap *hs[4];
+        void *p[4];
+        for (int i = 0; i < 4; i++) {
+            hs[i] = sh_heap_create(NULL);
+            REQUIRE(hs[i]);
+            p[i] = sh_alloc(hs[i], 32 + 16 * (size_t)i);
+            REQUIRE(p[i]);
+        }
+        for (int i = 0; i < 4; i++) {
+            CHECK_EQ(sh_free_checked(hs[(i + 1) % 4], p[i]), SH_E_NOT_OWNED);
+            CHECK_EQ(sh_usable_size(hs[i], p[i]), 32 + 16 * i);
+        }
+        /* destroy with live blocks: everything is unmapped */
+        for (int i = 0; i < 4; i++)
+            sh_heap_destroy(hs[i]);
+    }
+    sh_heap_destroy(NULL);
+
+    /* default error report: one line on stderr, then the free is ignored */
+    sh_heap *h = sh_heap_create(NULL);
+    REQUIRE(h);
+    int x;
+    FILE *tmp = tmpfile();
+    REQUIRE(tmp);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fileno(tmp), 2);
+    sh_free(h, &x);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(tmp);
+    char line[256] = {0};
+    CHECK(fgets(line, sizeof line, tmp) != NULL);
+    CHECK(strstr(line, "not owned") != NULL);
+    CHECK(fgets(line, sizeof line, tmp) == NULL);
+    fclose(tmp);
+    CHECK_EQ(sh_last_error(), SH_E_NOT_OWNED);
+    sh_heap_destroy(h);
+}
+
+
+/* ---- ownership across threads: remote frees, reusable spans, orphans ---- */
+
+enum { RN = 5000 };
+static void *rv[RN];
+static sh_heap *rh;
+static sem_t go_alloc, allocated, go_again, again_done, go_exit;
+
+static void *owner_thread(void *arg)
+{
+    size_t sz = (size_t)(uintptr_t)arg;
+    sem_wait(&go_alloc);
+    for (int i = 0; i < RN; i++) {
+        rv[i] = sh_alloc(rh, sz);
+        REQUIRE(rv[i]);
+        memset(rv[i], 0x33, sz);
+    }
+    sem_post(&allocated);
+    sem_wait(&go_again);
+    /* allocate again: must come from the reusable set, not new spans */
+    for (int i = 0; i < RN; i += 10) {
+        if (!rv[i]) {
+            rv[i] = sh_alloc(rh, sz);
+            REQUIRE(rv[i]);
+        }
+    }
+    sem_post(&again_done);
+    sem_wait(&go_exit);
+    return NULL; /* exits owning spans with live blocks */
+}
+
+static void test_remote_and_orphans(void)
+{
+    rh = heap_with(0, 0);
+    sem_init(&go_alloc, 0, 0);
+    sem_init(&allocated, 0, 0);
+    sem_init(&go_again, 0, 0);
+    sem_init(&again_done, 0, 0);
+    sem_init(&go_exit, 0, 0);
+    size_t sz = 64;
+    int cls = sh_class_of(sz);
+    sh_class_info ci;
+    sh_class_get(cls, &ci);
+    pthread_t t;
+    pthread_create(&t, NULL, owner_thread, (void *)(uintptr_t)sz);
+    sem_post(&go_alloc);
+    sem_wait(&allocated);
+    sh_heap_stats st;
+    sh_stats(rh, &st);
+    uint64_t spans = st.class_spans[cls];
+    CHECK(spans >= RN / ci.block_count);
+    CHECK_EQ(st.spans_hot, 1);
+
+    /* remote frees of 9 in 10 blocks: spans cross the threshold and become
+     * reusable in the (live) owner's set */
+    for (int i = 0; i < RN; i++) {
+        if (i % 10) {
+            CHECK_EQ(sh_free_checked(rh, rv[i]), SH_OK);
+            rv[i] = NULL;
+        }
+    }
+    sh_stats(rh, &st);
+    CHECK(st.spans_reusable >= spans - 2);
+    CHECK_EQ(st.class_live_blocks[cls], (RN + 9) / 10);
+    uint64_t carved = st.spans_carved;
+    sem_post(&go_again);
+    sem_wait(&again_done);
+    sh_stats(rh, &st);
+    CHECK_EQ(st.spans_carved, carved); /* reused, not carved */
+
+    /* remote frees of everything outside one span: eager return */
+    /* free all but the blocks of one span, which the owner takes with it */
+    void *keep = NULL;
+    for (int i = 0; i < RN; i++) {
+        if (!rv[i])
+            continue;
+        if (!keep) {
+            keep = rv[i];
+            continue;
+        }
+        if (((uintptr_t)rv[i] ^ (uintptr_t)keep) < (2u << 20))
+            continue; /* same span as keep */
+        CHECK_EQ(sh_free_checked(rh, rv[i]), SH_OK);
+        rv[i] = NULL;
+    }
+    sh_stats(rh, &st);
+    CHECK(st.class_spans[cls] <= 2); /* keep's span and the owner's hot span */
+    CHECK_EQ(st.spans_reusable + st.spans_floating + st.spans_hot, st.class_spans[cls]);
+
+    /* the owner exits: its spans become orphans, freed by this thread */
+    sem_post(&go_exit);
+    pthread_join(t, NULL);
+    sh_stats(rh, &st);
+    CHECK_EQ(st.spans_hot, 0);
+    for (int i = 0; i < RN; i++)
+        if (rv[i])
+            CHECK_EQ(sh_free_checked(rh, rv[i]), SH_OK);
+    sh_stats(rh, &st);
+    CHECK_EQ(st.live_bytes, 0);
+    CHECK_EQ(st.spans_hot + st.spans_floating + st.spans_reusable, 0);
+    CHECK_EQ(st.spans_free, st.spans_carved);
+    CHECK_EQ(st.limited_bytes, 0);
+    sh_heap_destroy(rh);
+}
+
+int main(void)
+{
+    test_classes();
+    test_alloc_free_every_class();
+    test_aligned();
+    test_bad_frees();
+    test_eager_return_and_stats();
+    test_batch();
+    test_byte_limit();
+    test_exhaustion();
+    test_heaps_and_lifetime();
+    test_remote_and_orphans();
+    if (t_failures) {
+        fprintf(stderr, "test_api: %d check(s) failed\n", t_failures);
+        return 1;
+    }
+    printf("test_api: ok\n");
+    return 0;
+}
