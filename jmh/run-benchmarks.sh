@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a profile of the JMH suite and the memory churn, then renders charts and a table.
 #
-#   jmh/run-benchmarks.sh quick    about 8 minutes on 2 cores: the main sizes, a few thread counts
+#   jmh/run-benchmarks.sh quick    6-10 minutes on 2 cores: the main sizes, a few thread counts
 #   jmh/run-benchmarks.sh full     about 2 hours: every size, peer and thread count, 2 forks
 #   jmh/run-benchmarks.sh smoke    CI: a few benchmarks, one short iteration, errors fail the run
 #
@@ -178,7 +178,7 @@ for s in "${steps[@]}"; do
   name="${a[0]}"; threads="${a[1]}"; regex="${a[2]}"; params=("${a[@]:3}")
   [[ -z "$only" || "$name" =~ $only ]] || continue
   if ! grep -Eq "^org\.spanheap\.jmh\.${regex}\." <<<"$listing"; then echo "== $name: no benchmark matches $regex, skipped"; continue; fi
-  echo "== $name: $regex -t $threads ${params[*]}"
+  echo "== $name: $regex -t $threads ${params[*]} ($(( ($(date +%s) - start) / 60 )) min into the run)"
   log="$out/jmh-$name.log"
   set +e +o pipefail
   run_java -jar "$jar" "^org\.spanheap\.jmh\.${regex}\." -t "$threads" "${params[@]}" "${timing[@]}" \

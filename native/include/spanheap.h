@@ -46,7 +46,7 @@ typedef struct sh_heap sh_heap;
 typedef void (*sh_error_fn)(sh_heap *heap, int error, void *ptr, void *ctx);
 
 typedef struct sh_config {
-    size_t reserve_bytes;   /* arena reservation; 0 = default (64 GiB)     */
+    size_t reserve_bytes;   /* arena reservation; 0 = default (1 TiB)      */
     size_t byte_limit;      /* cap on memory taken from the OS by spans in
                                use and large objects; 0 = unlimited          */
     unsigned reuse_threshold_pct; /* scalloc's reusability threshold, in
@@ -153,9 +153,11 @@ void sh_heap_layout(const sh_heap *heap, sh_layout *out);
 
 typedef struct sh_heap_stats {
     uint64_t reserved_bytes;     /* arena reservation                       */
-    uint64_t committed_bytes;    /* arena bytes made accessible minus those
-                                    returned with madvise, plus large maps  */
-    uint64_t resident_bytes;     /* estimate of memory backed by RAM        */
+    uint64_t committed_bytes;    /* real spans held (not returned with
+                                    madvise) plus large maps; the unused tail
+                                    of each virtual span is not counted      */
+    uint64_t resident_bytes;     /* upper-bound estimate of memory backed by
+                                    RAM (today equal to committed_bytes)     */
     uint64_t live_bytes;         /* bytes in blocks handed out (block size),
                                     including Java-cached blocks, plus large */
     uint64_t large_bytes;        /* bytes mapped for large objects          */

@@ -232,8 +232,9 @@ SHIM_API void *calloc(size_t n, size_t size)
         return NULL;
     }
     void *p = malloc(bytes);
-    /* large objects are fresh mappings, already zero */
-    if (p && (bytes <= SH_MAX_SMALL || sh_meta_owns(p)))
+    /* large objects are fresh mappings, already zero, unless one kept for
+     * reuse served it (large.c) */
+    if (p && (bytes <= SH_MAX_SMALL || sh_meta_owns(p) || sh_large_last_reused))
         memset(p, 0, bytes);
     return p;
 }

@@ -48,6 +48,7 @@ int sh_arena_init(sh_arena *a, size_t reserve, int allow_huge_pages)
     a->size = size;
     a->nspans = size >> SH_SPAN_SHIFT;
     atomic_init(&a->frontier, (uint64_t)base);
+    atomic_init(&a->frontier_len, 0);
     atomic_init(&a->next, 0);
     pthread_mutex_init(&a->commit_lock, NULL);
     if (!allow_huge_pages)
@@ -91,6 +92,8 @@ SH_COLD static bool arena_commit_slow(sh_arena *a, uint64_t need)
             /* release: a reader that sees the new frontier (acquire) also
              * sees the pages as accessible and the headers written after */
             atomic_store_explicit(&a->frontier, want, memory_order_release);
+            /* release: the same for readers of the length (sh_free) */
+            atomic_store_explicit(&a->frontier_len, want - a->base, memory_order_release);
         } else {
             ok = false;
         }

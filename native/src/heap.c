@@ -387,10 +387,10 @@ SH_NOINLINE static int free_slow(sh_heap *h, void *p, bool report)
 static inline __attribute__((always_inline)) int free_impl(sh_heap *h, void *p, bool report)
 {
     if (SH_LIKELY(h != NULL)) {
-        uintptr_t u = (uintptr_t)p, base = h->arena.base;
+        uintptr_t u = (uintptr_t)p;
         /* acquire: pairs with the frontier's release; the header is readable */
-        uint64_t fr = atomic_load_explicit(&h->arena.frontier, memory_order_acquire);
-        if (SH_LIKELY(u - base < fr - base)) {
+        uint64_t len = atomic_load_explicit(&h->arena.frontier_len, memory_order_acquire);
+        if (SH_LIKELY(u - h->arena.base < len)) {
             sh_span *s = sh_span_of(p);
             /* acquire: pairs with the release in sh_span_init, so the class
              * read below belongs to this magic */
@@ -579,12 +579,15 @@ SH_API void sh_stats(sh_heap *h, sh_heap_stats *out)
         out->class_spans[c] = nonneg(atomic_load_explicit(&h->class_spans[c], memory_order_relaxed));
         live_bytes += out->class_live_blocks[c] * sh_classes[c].block_size;
     }
-    uint64_t frontier = atomic_load_explicit(&h->arena.frontier, memory_order_relaxed);
     uint64_t carved = atomic_load_explicit(&h->arena.next, memory_order_relaxed);
     out->reserved_bytes = h->arena.size;
-    out->committed_bytes = nonneg((int64_t)(frontier - h->arena.base) -
-                                  atomic_load_explicit(&h->advised, memory_order_relaxed) + large);
-    out->resident_bytes = nonneg(atomic_load_explicit(&h->resident, memory_order_relaxed) + large);
+    /* Committed = real spans held (not given back with madvise) + large
+     * maps, live or kept for reuse. The rest of each 2 MiB virtual span is never touched, so the
+     * accessible arena (frontier - base) would overstate memory use by up to
+     * 128x for small real spans; it is address space, like the reservation. */
+    out->committed_bytes = nonneg(atomic_load_explicit(&h->resident, memory_order_relaxed) + large +
+                                  atomic_load_explicit(&h->large_cached, memory_order_relaxed));
+    out->resident_bytes = out->committed_bytes;
     out->live_bytes = live_bytes;
     out->large_bytes = nonneg(large);
     out->large_count = nonneg(atomic_load_explicit(&h->large_count, memory_order_relaxed));

@@ -35,7 +35,12 @@
 #define SH_SPAN_SHIFT 21u                       /* virtual span: 2 MiB     */
 #define SH_SPAN_SIZE ((size_t)1 << SH_SPAN_SHIFT)
 #define SH_PAGE ((size_t)4096)
-#define SH_DEFAULT_RESERVE ((size_t)64 << 30)   /* 64 GiB                  */
+/* 1 TiB of address space per heap (docs/native-core.md, "Arena"): each real
+ * span takes a whole 2 MiB virtual span, so the reservation bounds how many
+ * spans a heap can hold. TSan cannot map that much; its build overrides it. */
+#ifndef SH_DEFAULT_RESERVE
+#define SH_DEFAULT_RESERVE ((size_t)1 << 40)
+#endif
 #define SH_COMMIT_SPANS 8u                      /* mprotect 16 MiB at once */
 #define SH_MADVISE_THRESHOLD ((size_t)32 << 10) /* scalloc's 32 KiB        */
 #define SH_POOL_KEEP ((int64_t)32 << 20)        /* resident bytes the pool may
@@ -105,9 +110,11 @@ int sh_class_for_aligned(size_t size, size_t alignment);
  *
  * The header occupies the first SH_HEADER_SIZE bytes of a virtual span (the
  * page holding it is never madvised, so stale readers can always read it).
- * Line 0 holds the stable prefix read by Java and the owner's private
- * allocation state; line 1 the anchor written by remote frees; line 2 the
- * links, so remote frees do not false-share with the owner's fast path. */
+ * Line 0 holds the stable prefix read by Java and read-mostly fields that
+ * every free validates against; line 1 the anchor written by remote
+ * frees; line 2 the links; line 3 the owner's local free list, written by
+ * every local allocation and free. So the owner's fast path and remote
+ * frees do not false-share. */
 
 /* Anchor word (one 64-bit CAS covers the remote free list and the state):
  *
@@ -207,6 +214,8 @@ typedef struct sh_arena {
     size_t size;
     size_t nspans;
     _Atomic uint64_t frontier;    /* committed end; published with release  */
+    _Atomic uint64_t frontier_len; /* frontier - base, published the same way
+                                     (sh_free's one-compare range check)    */
     /* own cache line: written per carve, while every free reads frontier */
     _Alignas(64) _Atomic uint64_t next; /* bump pointer: next span index  */
     pthread_mutex_t commit_lock;  /* serialises the rare mprotect calls     */
@@ -271,10 +280,20 @@ typedef struct sh_large_entry {
     size_t size;                  /* bytes mapped at ptr                    */
 } sh_large_entry;
 
+/* Freed mappings kept for reuse (glibc keeps freed large chunks too): at
+ * most SH_LARGE_CACHE of them, each at most SH_LARGE_CACHE_ONE bytes, in all
+ * at most SH_LARGE_CACHE_BYTES. They count as committed, not as live, and
+ * not against the byte limit. */
+#define SH_LARGE_CACHE 8
+#define SH_LARGE_CACHE_ONE ((size_t)32 << 20)
+#define SH_LARGE_CACHE_BYTES ((size_t)64 << 20)
+
 typedef struct sh_large_table {
     pthread_mutex_t lock;
     sh_large_entry *v;
     size_t cap, used, tomb;
+    sh_large_entry cache[SH_LARGE_CACHE]; /* ptr 0 = unused slot         */
+    size_t cache_bytes;
 } sh_large_table;
 
 /* ---- heap ---------------------------------------------------------------- */
@@ -310,6 +329,7 @@ struct sh_heap {
                                      reached the madvise threshold           */
     _Atomic uint64_t madvise_calls;
     _Atomic int64_t large_bytes, large_count;
+    _Atomic int64_t large_cached;  /* bytes of freed mappings kept (large.c) */
 
     struct sh_heap *reg_next;     /* registry of live heaps                 */
 };
@@ -440,6 +460,9 @@ void sh_lab_flush(sh_heap *h, sh_lab *lab, int cls);
 int sh_large_init(sh_heap *h);
 void sh_large_destroy(sh_heap *h);
 void *sh_large_alloc(sh_heap *h, size_t size, size_t alignment);
+/* 1 if this thread's last successful sh_large_alloc reused a kept mapping
+ * (its contents are old); 0 if it was a fresh, zeroed mapping. */
+extern __thread int sh_large_last_reused;
 int sh_large_free(sh_heap *h, void *p);
 size_t sh_large_usable(sh_heap *h, const void *p);
 

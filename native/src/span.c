@@ -1,10 +1,12 @@
 /*
  * span.c — the span header, its free lists and its state transitions.
  *
- * A span in the frontend holds one size class. Its blocks are free in one
- * of three places: the owner's private local free list (only while HOT),
- * the never-used bump region [bump, block_count), or the shared free list
- * in the anchor word (see internal.h for its layout). Every state change
+ * A span in the frontend holds one size class. Its free blocks are in the
+ * owner's private local free list (only while HOT; it also holds the chunk
+ * of never-used blocks that sh_span_extend moved there), the never-used
+ * bump region [bump, block_count), the shared free list in the anchor word
+ * (see internal.h for its layout), or a freeing thread's deferred chain
+ * (frontend.c; not yet counted in the anchor). Every state change
  * and every shared-list push is one CAS on the anchor, so a free racing
  * with a state change is serialised (LRMalloc's anchor technique with
  * scalloc's states):
@@ -24,9 +26,11 @@
  *             exited (orphan), into the freeing thread's set (adoption).
  *   REUSABLE  in its owner's reusable set (a small mutex-protected list per
  *             LAB and class, as in scalloc; only span events take it).
- *   EMPTYING  the free that makes every block free wins this state in its
- *             CAS and returns the span to the pool at once (eager return),
- *             whether it is local or remote; the CAS makes the winner unique.
+ *   EMPTYING  the push (a free chain, see frontend.c's deferred frees) that
+ *             makes every block free wins this state in its CAS and returns
+ *             the span to the pool or the pusher's spare slot (eager
+ *             return), whether local or remote; the CAS makes the winner
+ *             unique.
  *
  * Anchor count: for a HOT span the blocks in the shared list; otherwise all
  * free blocks (listed + never bumped), so "empty" is count == block_count.

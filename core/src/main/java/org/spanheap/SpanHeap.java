@@ -57,7 +57,7 @@ public final class SpanHeap implements AutoCloseable {
 
     /**
      * {@return a new heap with default settings} The arena reservation is the native
-     * default (64 GiB of address space, committed on demand), with no byte limit.
+     * default (1 TiB of address space, committed on demand), with no byte limit.
      *
      * @throws SpanHeapOutOfMemoryError if the address space cannot be reserved
      * @throws UnsatisfiedLinkError if the native library cannot be loaded (not x86-64 Linux,
@@ -293,7 +293,7 @@ public final class SpanHeap implements AutoCloseable {
 
         /**
          * Sets the virtual address space to reserve for the arena; 0 (the default) means
-         * the native default (64 GiB). Memory is committed only as it is used.
+         * the native default (1 TiB). Memory is committed only as it is used.
          *
          * @param bytes the reservation in bytes, or 0
          * @return this builder

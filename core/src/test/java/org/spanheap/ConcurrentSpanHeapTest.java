@@ -172,6 +172,56 @@ class ConcurrentSpanHeapTest {
         }
     }
 
+    /**
+     * Virtual threads that make thousands of operations in a row are promoted to a private
+     * cache (bounded: at most as many as there are stripes), then use the platform fast path;
+     * more of them than the bound keep using the stripes. Contents, double-free detection and
+     * stats hold throughout, and the caches of the terminated virtual threads are drained.
+     */
+    @Test
+    void longLivedVirtualThreadsArePromotedWithinABound() throws Exception {
+        try (SpanHeap heap = SpanHeap.create()) {
+            int threads = 4 * Integer.highestOneBit(4 * Runtime.getRuntime().availableProcessors());
+            CountDownLatch allRan = new CountDownLatch(threads);
+            CountDownLatch statsChecked = new CountDownLatch(threads);
+            long block = heap.stats().sizeClasses().stream()
+                    .filter(c -> c.blockSize() >= 64).findFirst().orElseThrow().blockSize();
+            runThreads(Thread.ofVirtual(), threads, id -> {
+                MemorySegment[] live = new MemorySegment[16];
+                for (int round = 0; round < 3 * 1024; round++) {
+                    for (int k = 0; k < live.length; k++) {
+                        if (live[k] != null) {
+                            verify(live[k], id * 100_000L + k);
+                            heap.free(live[k]);
+                        }
+                        live[k] = heap.allocate(64);
+                        stamp(live[k], id * 100_000L + k);
+                    }
+                    MemorySegment s = heap.allocateUninitialized(48);
+                    heap.free(s);
+                    if (round % 512 == 0) {
+                        org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+                                () -> heap.free(s));
+                    }
+                }
+                allRan.countDown();
+                allRan.await();                    // everybody is quiescent: stats are exact
+                HeapStats st = heap.stats();
+                assertEquals((long) threads * live.length * block, st.liveBytes(), st.toString());
+                statsChecked.countDown();
+                statsChecked.await();
+                for (int k = 0; k < live.length; k++) {
+                    verify(live[k], id * 100_000L + k);
+                    heap.free(live[k]);
+                }
+            });
+            HeapStats stats = heap.stats();     // drains the terminated threads' caches
+            assertEquals(0, stats.liveBytes(), stats.toString());
+            heap.flushThreadCache();
+            assertEquals(0, heap.stats().cachedBytes());
+        }
+    }
+
     @Test
     void virtualThreadsDetectDoubleFreeAndFreeOthersBlocks() throws Exception {
         try (SpanHeap heap = SpanHeap.create()) {

@@ -403,6 +403,44 @@ class SpanHeapTest {
         assertThrows(IllegalArgumentException.class, () -> SpanHeap.builder().threadCacheBytesPerClass(-1));
     }
 
+    /**
+     * Small magazines, so every allocate/free crosses the EMPTY and FULL sentinels of the
+     * thread cache's stacks (see ThreadCache) many times: blocks stay distinct, double frees
+     * are caught wherever the block sits (top of the stack, below it, drained to the native
+     * heap), and the cached counts stay within the capacity.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {2, 3, 4})
+    void smallMagazinesCrossTheirBoundaries(int capacity) {
+        try (SpanHeap small = SpanHeap.builder().reserveBytes(1L << 32).threadCacheBlocks(capacity).build()) {
+            for (long size : new long[] {0, 16, 64, 1000}) {
+                for (int round = 0; round < 3; round++) {
+                    List<MemorySegment> all = new ArrayList<>();
+                    for (int i = 0; i < 4 * capacity + 1; i++) {
+                        MemorySegment s = small.allocate(size);
+                        assertTrue(isZero(s));
+                        fill(s, i);
+                        all.add(s);
+                    }
+                    assertEquals(all.size(), all.stream().mapToLong(MemorySegment::address).distinct().count());
+                    for (int i = 0; i < all.size(); i++) {
+                        check(all.get(i), i);
+                        small.free(all.get(i));
+                        MemorySegment top = all.get(i);
+                        assertThrows(IllegalStateException.class, () -> small.free(top));
+                        MemorySegment first = all.get(0);
+                        assertThrows(IllegalStateException.class, () -> small.free(first));
+                    }
+                    HeapStats st = small.stats();
+                    assertEquals(0, st.liveBytes());
+                    assertTrue(st.cachedBytes() <= (long) capacity * Math.max(16, 2 * size) * 4, st.toString());
+                }
+            }
+            small.flushThreadCache();
+            assertEquals(0, small.stats().cachedBytes());
+        }
+    }
+
     @Test
     void heapWithoutThreadCachesWorks() {
         try (SpanHeap direct = SpanHeap.builder().threadCacheBlocks(0).build()) {

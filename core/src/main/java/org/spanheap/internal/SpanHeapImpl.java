@@ -40,10 +40,13 @@ import static org.spanheap.internal.SpanLayout.MIN_ALIGNMENT;
  *
  * <h2>Threads</h2>
  * Platform threads get a {@link ThreadCache} per heap (bounded magazines per size class);
- * allocate and free from a magazine never cross into C. Virtual threads never get one:
- * they share {@link #stripes} (4 per core) under a try-lock, and when their stripe is taken
- * they call {@code sh_alloc}/{@code sh_free_checked} through critical downcalls, which
- * cannot unmount them, so they use the native core's per-OS-thread (per-carrier) cache.
+ * allocate and free from a magazine never cross into C. Virtual threads share
+ * {@link #stripes} (4 per core) under a try-lock, and when their stripe is taken they call
+ * {@code sh_alloc}/{@code sh_free_checked} through critical downcalls, which cannot unmount
+ * them, so they use the native core's per-OS-thread (per-carrier) cache. A virtual thread
+ * that makes {@link #PROMOTE_AFTER} operations in a row through its stripe is promoted to a
+ * private cache (at most {@link #maxVirtualCaches} of them) and from then on takes the
+ * platform fast path.
  */
 public final class SpanHeapImpl {
 
@@ -52,7 +55,7 @@ public final class SpanHeapImpl {
 
     /** Slots of the thread-id-indexed cache table, a power of two. */
     static final int CACHE_TABLE_SIZE = 1024;
-    private static final VarHandle TABLE = MethodHandles.arrayElementVarHandle(ThreadCache[].class);
+    private static final VarHandle TABLE = MethodHandles.arrayElementVarHandle(long[][].class);
     private static final VarHandle CLOSING;
     static {
         try {
@@ -65,12 +68,6 @@ public final class SpanHeapImpl {
 
     // ---- read-only after construction (read by every thread on the fast path) ----
     private final SizeClassTable classes;
-    /**
-     * Per class c, what the free fast path reads, packed in one array so that C2 smears the
-     * four range checks into one: [4c] payload offset, [4c+1] payload bytes, [4c+2] divisor
-     * (see {@link SizeClassTable}), [4c+3] magazine limit.
-     */
-    private final long[] classData;
     private final byte[] classOf;
     /** Classes {@code [0, cachedClassCount)} have magazines; the largest block size among them. */
     private final int cachedClassCount;
@@ -94,19 +91,28 @@ public final class SpanHeapImpl {
     private final long arenaSize;
     private final long spanMask;
     private final long freeKey;
-    /** Per class: first magazine slot, and one past the last ({@code limit == base}: uncached class). */
+    /**
+     * Per class: index in a cache's {@code m} of the first magazine slot, and one past the
+     * last ({@code limit == base}: uncached class); see {@link ThreadCache}.
+     */
     private final int[] cacheBase;
     private final int[] cacheLimit;
-    private final int cacheSlots;
+    /** A new cache's {@code m}: class records and empty magazines with their sentinels. */
+    private final long[] cacheTemplate;
     /**
-     * Fast lookup of the calling platform thread's cache: slot {@code threadId & (size - 1)}
-     * holds the cache of at most one thread; a thread whose slot is taken by another live
-     * thread finds its cache through {@link #caches} instead. A {@code ThreadLocal} lookup
-     * costs about 5 ns, twice per allocate+free; this costs a field and an array load.
-     * Plain loads: a {@link ThreadCache}'s fields are final, so a cache read through a racy
-     * reference is fully initialised (JLS 17.5); stores are releases under the registry lock.
+     * Fast lookup of the calling platform thread's cache array ({@link ThreadCache#m}):
+     * slot {@code threadId & (size - 1)} holds the array of at most one thread, whose id is
+     * its word 0; a thread whose slot is taken by another live thread finds its cache through
+     * {@link #caches} instead. A {@code ThreadLocal} lookup costs about 5 ns, twice per
+     * allocate+free; this costs a field and an array load. The table holds the array itself,
+     * not the {@link ThreadCache}, to save a dependent load on every operation.
+     * Plain loads suffice: a thread uses an array only if word 0 holds its own id, and only
+     * the owner ever wrote its id there (word 0 is 0 in the template the array is cloned
+     * from), so a racing reader sees 0 or another thread's id and goes its own way; the owner
+     * sees its own writes. Stores are releases under the registry lock.
      */
-    private final ThreadCache[] byThread = new ThreadCache[CACHE_TABLE_SIZE];
+    private final long[][] byThread = new long[CACHE_TABLE_SIZE][];
+    /** The calling platform thread's cache, created on first use (never used by virtual threads). */
     private final ThreadLocal<ThreadCache> caches;
     /**
      * Caches shared by virtual threads (4 per core, a power of two), chosen by thread id and
@@ -114,6 +120,20 @@ public final class SpanHeapImpl {
      * calls the native heap directly. Empty if no class is cached.
      */
     private final ThreadCache[] stripes;
+    /**
+     * A virtual thread that makes {@link #PROMOTE_AFTER} consecutive operations through its
+     * stripe (no other thread in between) is promoted: it gets a private cache in
+     * {@link #byThread} and takes the platform threads' fast path from then on. At most this
+     * many virtual threads hold one (the number of stripes), so a million virtual threads do
+     * not create a million caches; short-lived virtual threads never reach the streak and pay
+     * nothing. Caches of terminated virtual threads are drained like any other (see
+     * {@link #drainDeadLocked}) and give their place back.
+     */
+    private final int maxVirtualCaches;
+    /** Virtual threads' caches in {@link #registry}; guarded by the registry lock. */
+    private int virtualCaches;
+    /** Consecutive operations through a stripe after which a virtual thread is promoted. */
+    static final int PROMOTE_AFTER = 1024;
     private final boolean global;
 
     /**
@@ -186,30 +206,33 @@ public final class SpanHeapImpl {
         // a class that would hold fewer than 2 blocks is not cached, nor is any class after it,
         // so the cached classes are a prefix (classes grow with their index).
         int n = classes.count;
-        cacheBase = new int[n];
-        cacheLimit = new int[n];
-        int slots = 0;
-        boolean caching = true;
-        for (int c = 0; c < n; c++) {
-            long cap = Math.min(cacheBlocks, cacheBytesPerClass / classes.blockSize[c]);
-            caching &= cap >= 2;
-            cacheBase[c] = slots;
-            slots += caching ? (int) cap : 0;
-            cacheLimit[c] = slots;
-        }
-        cacheSlots = slots;
-        classData = new long[4 * n];
-        for (int c = 0; c < n; c++) {
-            classData[4 * c] = classes.payloadOffset[c];
-            classData[4 * c + 1] = classes.payloadBytes[c];
-            classData[4 * c + 2] = classes.divisor[c];
-            classData[4 * c + 3] = cacheLimit[c];
-        }
         int cached = 0;
-        while (cached < n && cacheLimit[cached] != cacheBase[cached]) {
-            cached++;                              // capacities only shrink as blocks grow
+        while (cached < n && Math.min(cacheBlocks, cacheBytesPerClass / classes.blockSize[cached]) >= 2) {
+            cached++;
         }
         cachedClassCount = cached;
+        // The layout of a cache's array, see ThreadCache: class records, then per cached
+        // class EMPTY, the slots, FULL; uncached classes get no slots (limit == base). With
+        // nothing cached, class 0 still gets a record and an empty zero-slot stack, so the
+        // allocation fast path (sizes <= maxCachedSize = 0 map to class 0) finds EMPTY.
+        int records = Math.max(cached, 1);
+        cacheBase = new int[n];
+        cacheLimit = new int[n];
+        int index = ThreadCache.CLASS_RECORDS + ThreadCache.CLASS_RECORD * records;
+        for (int c = 0; c < n; c++) {
+            if (c < records) {
+                index++;                           // EMPTY sentinel
+                cacheBase[c] = index;
+                index += c < cached ? (int) Math.min(cacheBlocks, cacheBytesPerClass / classes.blockSize[c]) : 0;
+                cacheLimit[c] = index;
+                index++;                           // FULL sentinel
+            } else {
+                cacheBase[c] = index;
+                cacheLimit[c] = index;
+            }
+        }
+        cacheTemplate = ThreadCache.template(records, cacheBase, cacheLimit, classes.payloadOffset,
+                classes.payloadBytes, classes.divisor, index);
         // 0 when nothing is cached: size 0 then maps to class 0, whose empty magazine sends the
         // request to the slow path (-1 would let every size through the unsigned compare).
         maxCachedSize = cached == 0 ? 0 : classes.blockSize[cached - 1];
@@ -217,8 +240,9 @@ public final class SpanHeapImpl {
         int stripeCount = cachedClassCount == 0 ? 0
                 : Integer.highestOneBit(Math.max(1, 4 * Runtime.getRuntime().availableProcessors() - 1)) << 1;
         stripes = new ThreadCache[stripeCount];
+        maxVirtualCaches = stripeCount;
         for (int k = 0; k < stripeCount; k++) {
-            stripes[k] = new ThreadCache(cacheSlots, cacheBase);
+            stripes[k] = new ThreadCache(cacheTemplate);
         }
         refreshFrontier();
     }
@@ -327,16 +351,18 @@ public final class SpanHeapImpl {
         if (Long.compareUnsigned(size, maxCachedSize) <= 0 && alignment <= MIN_ALIGNMENT) {
             int c = classOf[(int) ((size + 15) >>> 4)];
             long id = Thread.currentThread().threadId();
-            ThreadCache cache = byThread[(int) id & (CACHE_TABLE_SIZE - 1)];   // plain
-            int i;
-            if (cache != null && cache.ownerId == id
-                    && (i = cache.top[c]) != cacheBase[c]) {
-                long address = cache.slots[--i];
-                cache.top[c] = i;                  // plain store: owner-only, see ThreadCache
-                // Clear the free mark: the block is the caller's now (plain; a later
-                // downcall or handoff to another thread orders it). Throws once closed.
-                arena.set(JAVA_LONG_UNALIGNED, address - base + BLOCK_FREE_MARK_OFFSET, 0L);
-                return address;
+            long[] m = byThread[(int) id & (CACHE_TABLE_SIZE - 1)];   // plain, see byThread
+            if (m != null && m[ThreadCache.OWNER] == id) {
+                int t = ThreadCache.top(c);
+                int i = (int) m[t] - 1;
+                long address = m[i];               // EMPTY (0) below the stack: empty
+                if (address != ThreadCache.EMPTY) {
+                    m[t] = i;                      // plain store: owner-only, see ThreadCache
+                    // Clear the free mark: the block is the caller's now (plain; a later
+                    // downcall or handoff to another thread orders it). Throws once closed.
+                    arena.set(JAVA_LONG_UNALIGNED, address - base + BLOCK_FREE_MARK_OFFSET, 0L);
+                    return address;
+                }
             }
         }
         return allocateSlow(size, alignment);
@@ -350,14 +376,14 @@ public final class SpanHeapImpl {
                 int c = classes.classOf(size);
                 if (alignment <= MIN_ALIGNMENT || classes.blockAlignment[c] >= alignment) {
                     if (cacheLimit[c] != cacheBase[c]) {
-                        ThreadCache cache = cache();
+                        long[] cache = cache();
                         if (cache != null) {
                             return pop(cache, c);
                         }
                         ThreadCache stripe = lockedStripe();
                         if (stripe != null) {
                             try {
-                                return pop(stripe, c);
+                                return pop(stripe.m, c);
                             } finally {
                                 stripe.unlock();
                             }
@@ -374,14 +400,15 @@ public final class SpanHeapImpl {
         }
     }
 
-    /** Pops a block of class c from a cache its caller owns or has locked, refilling it if empty. */
-    private long pop(ThreadCache cache, int c) {
-        int i = cache.top[c];
+    /** Pops a block of cached class c from a cache its caller owns or has locked, refilling it if empty. */
+    private long pop(long[] m, int c) {
+        int t = ThreadCache.top(c);
+        int i = (int) m[t];
         if (i == cacheBase[c]) {
-            i = refill(cache, c);
+            i = refill(m, c);
         }
-        long address = cache.slots[--i];
-        cache.top[c] = i;                          // plain store: owner or lock holder only
+        long address = m[--i];
+        m[t] = i;                                  // plain store: owner or lock holder only
         arena.set(JAVA_LONG_UNALIGNED, address - base + BLOCK_FREE_MARK_OFFSET, 0L);
         return address;
     }
@@ -392,8 +419,51 @@ public final class SpanHeapImpl {
         if (s.length == 0) {
             return null;
         }
-        ThreadCache stripe = s[(int) Thread.currentThread().threadId() & (s.length - 1)];
-        return stripe.tryLock() ? stripe : null;
+        Thread t = Thread.currentThread();
+        long id = t.threadId();
+        ThreadCache stripe = s[(int) id & (s.length - 1)];
+        if (!stripe.tryLock()) {
+            return null;
+        }
+        // The streak fields are guarded by the stripe's lock.
+        if (stripe.lastUser != id) {
+            stripe.lastUser = id;
+            stripe.streak = 0;
+        } else if (++stripe.streak >= PROMOTE_AFTER) {
+            // A hot virtual thread: try to give it a private cache; on failure (bound
+            // reached, table slot taken) try again only after 16 times as many operations.
+            // Its next operation finds the cache in byThread; this one still uses the stripe.
+            boolean promoted;
+            try {
+                promoted = promoteVirtual(t);
+            } catch (RuntimeException | Error e) {
+                stripe.unlock();                   // e.g. the heap closed during the drain
+                throw e;
+            }
+            stripe.streak = promoted ? 0 : -16 * PROMOTE_AFTER;
+        }
+        return stripe;
+    }
+
+    /**
+     * Gives the calling virtual thread a private cache if fewer than {@link #maxVirtualCaches}
+     * exist and its {@link #byThread} slot is free (a promoted virtual thread is found only
+     * there, never through a {@code ThreadLocal}). Called with a stripe locked: the registry
+     * lock is never held while a stripe lock is taken, so this cannot deadlock.
+     */
+    private boolean promoteVirtual(Thread t) {
+        synchronized (registry) {
+            drainDeadLocked();
+            int slot = (int) t.threadId() & (CACHE_TABLE_SIZE - 1);
+            if (virtualCaches >= maxVirtualCaches || byThread[slot] != null) {
+                return false;
+            }
+            ThreadCache cache = new ThreadCache(cacheTemplate, t);
+            virtualCaches++;
+            registry.add(cache);
+            TABLE.setRelease(byThread, slot, cache.m);
+            return true;
+        }
     }
 
     /** {@return a segment of {@code size} bytes at {@code address}, with the heap's scope} */
@@ -409,15 +479,15 @@ public final class SpanHeapImpl {
         return MemorySegment.ofAddress(address).reinterpret(size, lifetime, null);
     }
 
-    /** {@return the calling thread's cache, created on first use; null on a virtual thread} */
-    private ThreadCache cache() {
+    /** {@return the calling thread's cache array, created on first use; null on a virtual thread} */
+    private long[] cache() {
         Thread t = Thread.currentThread();
         long id = t.threadId();
-        ThreadCache c = byThread[(int) id & (CACHE_TABLE_SIZE - 1)];   // plain, see byThread
-        if (c != null && c.ownerId == id) {
-            return c;
+        long[] m = byThread[(int) id & (CACHE_TABLE_SIZE - 1)];   // plain, see byThread
+        if (m != null && m[ThreadCache.OWNER] == id) {
+            return m;
         }
-        return t.isVirtual() ? null : caches.get();
+        return t.isVirtual() ? null : caches.get().m;
     }
 
     private long allocateDirect(long size, long alignment) {
@@ -451,13 +521,13 @@ public final class SpanHeapImpl {
     }
 
     /** Fills the empty magazine of class c with half its capacity; returns the new top. */
-    private int refill(ThreadCache cache, int c) {
+    private int refill(long[] m, int c) {
         if ((boolean) CLOSING.getOpaque(this)) {
             throw closed();
         }
         int b = cacheBase[c];
         int want = (cacheLimit[c] - b + 1) >>> 1;
-        MemorySegment out = MemorySegment.ofArray(cache.slots).asSlice((long) b * Long.BYTES);
+        MemorySegment out = MemorySegment.ofArray(m).asSlice((long) b * Long.BYTES);
         int got = NativeHeap.allocBatch(handle, c, out, want);
         if (got == -SpanLayout.SH_E_LIMIT || got == -SpanLayout.SH_E_NOMEM) {
             reclaimCaches();
@@ -491,37 +561,45 @@ public final class SpanHeapImpl {
         return notOwned(segment.address(), segment.isNative() ? "" : " (a heap segment)");
     }
 
-    /** Frees the block at {@code address}, which a caller of this class got from {@link #allocateAddress}. */
+    /**
+     * Frees the block at {@code address}, which a caller of this class got from
+     * {@link #allocateAddress}. The fast path pushes it onto the calling thread's magazine
+     * after checking, in Java, that it is a live block start of a cached class of this heap;
+     * anything else goes to {@link #freeSlow}, which re-checks and names the error.
+     *
+     * <p>The checks: {@code base <= address < *frontier} (so the span header is readable);
+     * the span header's first 8 bytes hold {@code SH_SPAN_MAGIC} and a cached class c (one
+     * 8-byte load: magic in bits 0..31, size_class in bits 32..47, x86-64 is little-endian);
+     * the offset from the class's first block is below the payload bytes and a multiple of
+     * the block size (Lemire, see {@link SizeClassTable}); the free mark is not set.
+     */
     void freeAddress(long address) {
         long off = address - base;
         if (Long.compareUnsigned(off, frontierOffset) < 0) {
-            // The span header, readable since base <= address < *frontier. One 8-byte load:
-            // magic in bits 0..31, size_class in bits 32..47 (x86-64 is little-endian).
             // A closed heap makes this access throw IllegalStateException.
             long span = off & spanMask;
             long header = arena.get(JAVA_LONG_UNALIGNED, span);
             int c = (int) (header >>> 32) & 0xFFFF;
-            if ((int) header == SpanLayout.SPAN_MAGIC && c < cachedClassCount) {
-                long[] data = classData;
-                int k = 4 * c;
-                long rel = off - span - data[k];       // offset from the first block
-                long m = data[k + 2];
-                long id = Thread.currentThread().threadId();
-                ThreadCache cache = byThread[(int) id & (CACHE_TABLE_SIZE - 1)];   // plain
-                int i;
+            long id = Thread.currentThread().threadId();
+            long[] m = byThread[(int) id & (CACHE_TABLE_SIZE - 1)];   // plain, see byThread
+            if ((int) header == SpanLayout.SPAN_MAGIC && c < cachedClassCount
+                    && m != null && m[ThreadCache.OWNER] == id) {
+                int r = ThreadCache.CLASS_RECORDS + ThreadCache.CLASS_RECORD * c;
+                long rel = off - span - m[r + ThreadCache.PAYLOAD_OFF];   // from the first block
+                long d = m[r + ThreadCache.DIVISOR];
+                int i = (int) m[r + ThreadCache.TOP];
                 long mark = freeKey ^ address;
-                // rel < payload bytes (< 2^32) and rel % block_size == 0 (Lemire, see
-                // SizeClassTable). Plain load and store of the mark: a block is freed by one
-                // thread; two threads racing to free the same block is a caller bug this check
-                // does not promise to catch (a CAS would, at ~20 cycles per free).
-                if (Long.compareUnsigned(rel, data[k + 1]) < 0
-                        && Long.compareUnsigned(rel * m, m - 1) <= 0
-                        && cache != null && cache.ownerId == id
-                        && (i = cache.top[c]) != (int) data[k + 3]
+                // The slot at the top is FULL (-1) exactly when the stack is full. Plain load
+                // and store of the mark: a block is freed by one thread; two threads racing to
+                // free the same block is a caller bug this check does not promise to catch (a
+                // CAS would, at ~20 cycles per free).
+                if (Long.compareUnsigned(rel, m[r + ThreadCache.PAYLOAD_BYTES]) < 0
+                        && Long.compareUnsigned(rel * d, d - 1) <= 0
+                        && m[i] != ThreadCache.FULL
                         && arena.get(JAVA_LONG_UNALIGNED, off + BLOCK_FREE_MARK_OFFSET) != mark) {
                     arena.set(JAVA_LONG_UNALIGNED, off + BLOCK_FREE_MARK_OFFSET, mark);
-                    cache.slots[i] = address;
-                    cache.top[c] = i + 1;              // plain store: owner-only
+                    m[i] = address;
+                    m[r + ThreadCache.TOP] = i + 1;    // plain store: owner-only
                     return;
                 }
             }
@@ -542,13 +620,13 @@ public final class SpanHeapImpl {
             long header = arena.get(JAVA_LONG_UNALIGNED, span);
             int c = (int) (header >>> 32) & 0xFFFF;
             if ((int) header != SpanLayout.SPAN_MAGIC || c >= cachedClassCount
-                    || !isBlockStart(c, off - span - classData[4 * c])) {
+                    || !isBlockStart(c, off - span - classes.payloadOffset[c])) {
                 // Not a block start of a cached class: the native core frees it or decides
                 // and names the error.
                 freeDirect(address);
                 return;
             }
-            ThreadCache cache = cache();
+            long[] cache = cache();
             if (cache != null) {
                 push(cache, c, address);
                 return;
@@ -559,7 +637,7 @@ public final class SpanHeapImpl {
                 return;
             }
             try {
-                push(stripe, c, address);
+                push(stripe.m, c, address);
             } finally {
                 stripe.unlock();
             }
@@ -569,28 +647,30 @@ public final class SpanHeapImpl {
     }
 
     /**
-     * Checks the free mark of a validated block start of class c, sets it and pushes the
-     * block, draining the older half of a full magazine first (one downcall). The cache is
-     * the caller's own or a stripe it holds locked.
+     * Checks the free mark of a validated block start of cached class c, sets it and pushes
+     * the block, draining the older half of a full magazine first (one downcall). The cache
+     * is the caller's own or a stripe it holds locked.
      */
-    private void push(ThreadCache cache, int c, long address) {
+    private void push(long[] m, int c, long address) {
         long markOffset = address - base + BLOCK_FREE_MARK_OFFSET;
         long mark = freeKey ^ address;
         if (arena.get(JAVA_LONG_UNALIGNED, markOffset) == mark) {
             throw doubleFree(address);
         }
-        int i = cache.top[c];
-        if (i == cacheLimit[c]) {
-            int b = cacheBase[c];
-            int n = (cacheLimit[c] - b) >>> 1;
-            freeBatch(cache.slots, b, n);
-            System.arraycopy(cache.slots, b + n, cache.slots, b, cacheLimit[c] - b - n);
-            i = cacheLimit[c] - n;
-            cache.top[c] = i;
+        int t = ThreadCache.top(c);
+        int i = (int) m[t];
+        int b = cacheBase[c];
+        int limit = cacheLimit[c];
+        if (i == limit) {
+            int n = (limit - b) >>> 1;
+            freeBatch(m, b, n);
+            System.arraycopy(m, b + n, m, b, limit - b - n);
+            i = limit - n;
+            m[t] = i;
         }
         arena.set(JAVA_LONG_UNALIGNED, markOffset, mark);
-        cache.slots[i] = address;
-        cache.top[c] = i + 1;                      // plain store: owner or lock holder only
+        m[i] = address;
+        m[t] = i + 1;                              // plain store: owner or lock holder only
     }
 
     /**
@@ -598,8 +678,8 @@ public final class SpanHeapImpl {
      * block start inside the span} Lemire's divisibility test, see {@link SizeClassTable}.
      */
     private boolean isBlockStart(int c, long rel) {
-        long m = classData[4 * c + 2];
-        return Long.compareUnsigned(rel, classData[4 * c + 1]) < 0
+        long m = classes.divisor[c];
+        return Long.compareUnsigned(rel, classes.payloadBytes[c]) < 0
                 && Long.compareUnsigned(rel * m, m - 1) <= 0;
     }
 
@@ -645,13 +725,13 @@ public final class SpanHeapImpl {
     // =====================================================================
 
     private ThreadCache newThreadCache() {
-        ThreadCache cache = new ThreadCache(cacheSlots, cacheBase, Thread.currentThread());
+        ThreadCache cache = new ThreadCache(cacheTemplate, Thread.currentThread());
         synchronized (registry) {
             drainDeadLocked();
             registry.add(cache);
             int slot = (int) cache.ownerId & (CACHE_TABLE_SIZE - 1);
             if (byThread[slot] == null) {
-                TABLE.setRelease(byThread, slot, cache);
+                TABLE.setRelease(byThread, slot, cache.m);
             }
         }
         return cache;
@@ -665,31 +745,37 @@ public final class SpanHeapImpl {
                 // Remove first: whoever removes a cache drains it, exactly once.
                 registry.set(i, registry.getLast());
                 registry.removeLast();
+                if (cache.virtual) {
+                    virtualCaches--;
+                }
                 int slot = (int) cache.ownerId & (CACHE_TABLE_SIZE - 1);
-                if (byThread[slot] == cache) {
+                if (byThread[slot] == cache.m) {
                     TABLE.setRelease(byThread, slot, null);
                 }
-                drainAll(cache);
+                drainAll(cache.m);
             }
         }
     }
 
-    /** Returns every block of {@code cache} to the native heap in one downcall. */
-    private void drainAll(ThreadCache cache) {
+    /**
+     * Returns every block of the cache array {@code m} to the native heap in one downcall.
+     * The caller owns the cache, holds the stripe's lock, or the owner is dead.
+     */
+    private void drainAll(long[] m) {
         int total = 0;
-        for (int c = 0; c < cacheBase.length; c++) {
-            total += cache.top[c] - cacheBase[c];
+        for (int c = 0; c < cachedClassCount; c++) {
+            total += (int) m[ThreadCache.top(c)] - cacheBase[c];
         }
         if (total == 0) {
             return;
         }
         long[] blocks = new long[total];
         int k = 0;
-        for (int c = 0; c < cacheBase.length; c++) {
-            int n = cache.top[c] - cacheBase[c];
-            System.arraycopy(cache.slots, cacheBase[c], blocks, k, n);
+        for (int c = 0; c < cachedClassCount; c++) {
+            int n = (int) m[ThreadCache.top(c)] - cacheBase[c];
+            System.arraycopy(m, cacheBase[c], blocks, k, n);
             k += n;
-            cache.top[c] = cacheBase[c];
+            m[ThreadCache.top(c)] = cacheBase[c];
         }
         freeBatch(blocks, 0, total);
     }
@@ -699,14 +785,14 @@ public final class SpanHeapImpl {
         synchronized (registry) {
             drainDeadLocked();
         }
-        ThreadCache own = cache();
+        long[] own = cache();
         if (own != null) {
             drainAll(own);
         }
         for (ThreadCache stripe : stripes) {
             if (stripe.tryLock()) {                // a taken stripe is skipped, not waited for
                 try {
-                    drainAll(stripe);
+                    drainAll(stripe.m);
                 } finally {
                     stripe.unlock();
                 }
@@ -733,12 +819,12 @@ public final class SpanHeapImpl {
             synchronized (registry) {
                 drainDeadLocked();
                 for (ThreadCache cache : registry) {
-                    for (int c = 0; c < cached.length; c++) {
+                    for (int c = 0; c < cachedClassCount; c++) {
                         cached[c] += cache.cachedTop(c) - cacheBase[c];
                     }
                 }
                 for (ThreadCache stripe : stripes) {
-                    for (int c = 0; c < cached.length; c++) {
+                    for (int c = 0; c < cachedClassCount; c++) {
                         cached[c] += stripe.cachedTop(c) - cacheBase[c];
                     }
                 }
