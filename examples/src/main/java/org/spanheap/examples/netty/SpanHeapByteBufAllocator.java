@@ -140,14 +140,41 @@ public final class SpanHeapByteBufAllocator extends AbstractByteBufAllocator {
      * capacity(int) calls and whose clean() Netty calls on growth and on release.
      */
 
+    /**
+     * The block a buffer was created over: Netty's wrapping constructor does not own it, so the
+     * buffer frees it itself once a capacity change replaced it, or on release. Shared by the
+     * two buffer variants, which extend different Netty classes.
+     */
+    private static final class FirstBlock {
+        private Block block;
+
+        FirstBlock(Block block) {
+            this.block = block;
+        }
+
+        /** Frees the block if the buffer no longer uses it (its capacity changed). */
+        void afterCapacityChange(int capacity) {
+            if (block != null && capacity != block.buffer().capacity()) {
+                release();
+            }
+        }
+
+        void release() {
+            if (block != null) {
+                block.clean();
+                block = null;
+            }
+        }
+    }
+
     private static final class SpanHeapBuf extends UnpooledDirectByteBuf {
         private final SpanHeap heap;
-        private Block first;
+        private final FirstBlock first;
 
         SpanHeapBuf(SpanHeapByteBufAllocator alloc, Block first, int maxCapacity) {
             super(alloc, first.buffer(), maxCapacity);
             this.heap = alloc.heap;
-            this.first = first;
+            this.first = new FirstBlock(first);
             writerIndex(0); // the wrapping constructor marks the wrapped bytes readable
         }
 
@@ -159,31 +186,25 @@ public final class SpanHeapByteBufAllocator extends AbstractByteBufAllocator {
         @Override
         public ByteBuf capacity(int newCapacity) {
             super.capacity(newCapacity);
-            if (first != null && capacity() != first.buffer().capacity()) {
-                first.clean();
-                first = null;
-            }
+            first.afterCapacityChange(capacity());
             return this;
         }
 
         @Override
         protected void deallocate() {
             super.deallocate();
-            if (first != null) {
-                first.clean();
-                first = null;
-            }
+            first.release();
         }
     }
 
     private static final class UnsafeSpanHeapBuf extends UnpooledUnsafeDirectByteBuf {
         private final SpanHeap heap;
-        private Block first;
+        private final FirstBlock first;
 
         UnsafeSpanHeapBuf(SpanHeapByteBufAllocator alloc, Block first, int maxCapacity) {
             super(alloc, first.buffer(), maxCapacity);
             this.heap = alloc.heap;
-            this.first = first;
+            this.first = new FirstBlock(first);
             writerIndex(0);
         }
 
@@ -195,20 +216,14 @@ public final class SpanHeapByteBufAllocator extends AbstractByteBufAllocator {
         @Override
         public ByteBuf capacity(int newCapacity) {
             super.capacity(newCapacity);
-            if (first != null && capacity() != first.buffer().capacity()) {
-                first.clean();
-                first = null;
-            }
+            first.afterCapacityChange(capacity());
             return this;
         }
 
         @Override
         protected void deallocate() {
             super.deallocate();
-            if (first != null) {
-                first.clean();
-                first = null;
-            }
+            first.release();
         }
     }
 }
