@@ -2,7 +2,7 @@
 # Runs a profile of the JMH suite and the memory churn, then renders charts and a table.
 #
 #   jmh/run-benchmarks.sh quick    6-10 minutes on 2 cores: the main sizes, a few thread counts
-#   jmh/run-benchmarks.sh full     about 2 hours: every size, peer and thread count, 2 forks
+#   jmh/run-benchmarks.sh full     about 1 hour: every size, peer and thread count, 1 fork of 3+4 s
 #   jmh/run-benchmarks.sh smoke    CI: a few benchmarks, one short iteration, errors fail the run
 #
 # Options (after the profile):
@@ -125,7 +125,7 @@ case "$profile" in
     memory=(--live-mib 128)
     ;;
   full)
-    timing=(-f 2 -wi 3 -w 1s -i 5 -r 1s)
+    timing=(-f 1 -wi 3 -w 1s -i 4 -r 1s)
     P="$(pick "$all")"; R="$(pick "$remote")"
     step allocfree-t1   1  'AllocFreeBenchmark'        -p allocator="$P"
     for t in 2 16; do

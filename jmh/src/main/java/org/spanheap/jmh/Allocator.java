@@ -55,6 +55,17 @@ public enum Allocator {
      */
     public static final String HEAP_FLAG = "-Xmx2g";
 
+    /**
+     * JVM flag every benchmark fork gets: the {@link Peer} adapters are inlined into the
+     * workloads for every allocator alike, so the harness adds no call of its own. Without it
+     * HotSpot may compile an adapter method on its own first; a caller then inlines it only if
+     * that compiled code is below {@code -XX:InlineSmallCode} (2500 bytes). spanheap's checked
+     * free compiles to about 2.2 KB, so its adapter crossed that line: the free became a real
+     * call, the segment escaped, and allocate+free of 64 B measured 26-31 ns instead of 14-15 ns
+     * (docs/benchmarks/README.md). The JMH-generated code inlines the benchmark methods the same way.
+     */
+    public static final String INLINE_FLAG = "-XX:CompileCommand=inline,org.spanheap.jmh.*::*";
+
     /** JVM flag every benchmark fork gets: JMH's benchmark threads come from a custom executor. */
     public static final String EXECUTOR_FLAG = "-Djmh.executor=CUSTOM";
 
