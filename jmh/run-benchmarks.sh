@@ -156,13 +156,23 @@ case "$profile" in
     ;;
 esac
 
+# The revision, marked when the work tree has local changes other than the results folder
+# (which this run is writing).
+git_revision() {
+  local rev spec=(.)
+  rev="$(cd "$root" && git rev-parse --short HEAD 2>/dev/null)" || { echo 'no commit'; return; }
+  [[ "$out" == "$root"/* ]] && spec+=(":(exclude)${out#"$root"/}")
+  if [[ -n "$(cd "$root" && git status --porcelain -- "${spec[@]}")" ]]; then rev+=' (with local changes)'; fi
+  echo "$rev"
+}
+
 # --- run ----------------------------------------------------------------------------------
 {
   echo "# Benchmark run: $profile"
   echo
   echo "- command: \`$invocation\`"
   echo "- started: $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "- git: $(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo 'no commit')$(cd "$root" && [[ -n "$(git status --porcelain 2>/dev/null)" ]] && echo ' (with local changes)')"
+  echo "- git: $(git_revision)"
   echo "- JDK: $("$JAVA" -version 2>&1 | sed -n 2p)"
   echo "- CPU: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(nproc) cores online"
   echo "- memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
