@@ -1,6 +1,7 @@
 package org.spanheap;
 
 import org.spanheap.internal.HeapArena;
+import org.spanheap.internal.NativeHeap;
 import org.spanheap.internal.SpanHeapImpl;
 
 import java.lang.foreign.Arena;
@@ -119,7 +120,7 @@ public final class SpanHeap implements AutoCloseable {
      */
     public MemorySegment allocate(long byteSize, long byteAlignment) {
         MemorySegment s = impl.segment(impl.allocateAddress(byteSize, byteAlignment), byteSize);
-        s.fill((byte) 0);
+        NativeHeap.zero(s);
         return s;
     }
 

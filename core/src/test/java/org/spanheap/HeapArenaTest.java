@@ -104,6 +104,21 @@ class HeapArenaTest {
     }
 
     @Test
+    void reusedBlocksComeBackZeroed() {
+        // Sizes on both sides of the fill/memset switch and of the critical-memset bound.
+        long[] sizes = {8, 511, 512, 3000, 70_000, 1 << 20, (1 << 20) + 16};
+        for (int round = 0; round < 3; round++) {
+            try (Arena arena = heap.newArena()) {
+                for (long size : sizes) {
+                    MemorySegment s = arena.allocate(size);
+                    assertTrue(SpanHeapTest.isZero(s), "round " + round + ", " + size + " bytes");
+                    s.fill((byte) 0x5A);               // dirty it for the next round
+                }
+            }
+        }
+    }
+
+    @Test
     void closeTwiceThrows() {
         Arena arena = heap.newArena();
         arena.close();

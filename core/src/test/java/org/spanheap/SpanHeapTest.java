@@ -58,7 +58,8 @@ class SpanHeapTest {
     }
 
     @ParameterizedTest
-    @ValueSource(longs = {0, 1, 8, 15, 16, 17, 64, 100, 1000, 4096, 10_000, 100_000, 1 << 20, 5 << 20})
+    @ValueSource(longs = {0, 1, 8, 15, 16, 17, 64, 100, 511, 512, 1000, 4096, 10_000, 100_000, 1 << 20,
+            (1 << 20) + 1, 5 << 20})
     void allocateGivesZeroedAlignedNativeSegment(long size) {
         for (int round = 0; round < 3; round++) {   // the second round reuses dirty blocks
             MemorySegment s = heap.allocate(size);

@@ -60,7 +60,7 @@ public final class HeapArena implements Arena {
         }
         blocks[count++] = address;
         MemorySegment segment = MemorySegment.ofAddress(address).reinterpret(byteSize, session, null);
-        segment.fill((byte) 0);
+        NativeHeap.zero(segment);
         return segment;
     }
 

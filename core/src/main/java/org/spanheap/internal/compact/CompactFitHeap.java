@@ -3,6 +3,8 @@ package org.spanheap.internal.compact;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.locks.ReentrantLock;
 
+import org.spanheap.internal.NativeHeap;
+
 /**
  * The engine behind {@link org.spanheap.CompactingHeap}: Compact-fit size
  * classes over pages from a {@link PageSource}, the A2C handle table, and
@@ -188,7 +190,7 @@ public final class CompactFitHeap {
             int index = table.takeIndex();
             int slot = p.take(index);
             long addr = p.addressOf(slot);
-            RAW.asSlice(addr, size).fill((byte) 0);
+            NativeHeap.zero(RAW.asSlice(addr, size));
             table.publishLive(index, addr, size, p.id, slot);
             c.refile(p);
             c.liveBlocks++;
