@@ -24,7 +24,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *     the Java side only needs the address, not a segment object.</li>
  * <li>{@link Linker.Option#critical(boolean) critical} calls skip the thread-state
  *     transition (about 4 ns instead of 11 ns). They are used only for short calls that
- *     never block: {@code sh_alloc*}, {@code sh_free*}, batches, {@code sh_usable_size}.
+ *     never block: {@code sh_alloc*}, {@code sh_free*}, batches, {@code sh_usable_size},
+ *     and libc {@code memset} for zeroing up to {@link #ZERO_CRITICAL_MAX} bytes.
  *     The batch calls use {@code critical(true)} so the thread caches can pass their
  *     {@code long[]} magazines directly (no copy); GC waits for such a call, which is
  *     bounded by the batch size. A critical call never unmounts a virtual thread, so two

@@ -142,15 +142,8 @@ public final class OffHeapCache implements AutoCloseable {
         Shard s = shard(hash);
         s.lock.lock();
         try {
-            ensureOpen();
-            int i = s.find(key, hash);
-            if (i < 0) {
-                misses.increment();
-                return null;
-            }
-            hits.increment();
-            s.clock[i] = 1;
-            return store.value(s.refs[i]);
+            int i = lookup(s, key, hash);
+            return i < 0 ? null : store.value(s.refs[i]);
         } finally {
             s.lock.unlock();
         }
@@ -167,18 +160,27 @@ public final class OffHeapCache implements AutoCloseable {
         Shard s = shard(hash);
         s.lock.lock();
         try {
-            ensureOpen();
-            int i = s.find(key, hash);
-            if (i < 0) {
-                misses.increment();
-                return -1;
-            }
-            hits.increment();
-            s.clock[i] = 1;
-            return store.copyValue(s.refs[i], dst);
+            int i = lookup(s, key, hash);
+            return i < 0 ? -1 : store.copyValue(s.refs[i], dst);
         } finally {
             s.lock.unlock();
         }
+    }
+
+    /**
+     * The read path shared by both {@code get}s, with the shard's lock held: counts the hit
+     * or miss and marks a hit recently used. {@return the key's slot in the shard, or -1}
+     */
+    private int lookup(Shard s, byte[] key, int hash) {
+        ensureOpen();
+        int i = s.find(key, hash);
+        if (i < 0) {
+            misses.increment();
+            return -1;
+        }
+        hits.increment();
+        s.clock[i] = 1;
+        return i;
     }
 
     /** Removes {@code key}; returns whether it was cached. */
