@@ -2,23 +2,21 @@ package org.spanheap;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.Objects;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import org.spanheap.internal.compact.CompactFitHeap;
-import org.spanheap.internal.compact.MappedPageSource;
-import org.spanheap.internal.compact.PageSource;
-import org.spanheap.internal.compact.SpanHeapPageSource;
 
 /**
  * An off-heap heap whose objects are named by handles, so that it can move
  * them to compact its memory (Compact-fit: abstract addresses, a partial
  * compaction bound kappa per size class, incremental compaction in steps of
- * iota bytes).
+ * at most iota bytes).
  *
- * <p>A handle is a {@code long} (generation in the high 32 bits, table index
- * in the low 32 bits). It stays valid while the object is live, wherever the
- * object moves, and may be stored in off-heap memory, so off-heap structures
- * can refer to each other by handle. A freed, stale or forged handle throws
+ * <p>A handle is a positive {@code long}. It stays valid while the object is
+ * live, wherever the object moves, and may be stored in off-heap memory, so
+ * off-heap structures can refer to each other by handle. A freed, stale or
+ * forged handle, or a handle of another open heap, throws
  * {@link StaleHandleException}; it never reaches memory of another object.
  *
  * {@snippet :
@@ -29,6 +27,12 @@ import org.spanheap.internal.compact.SpanHeapPageSource;
  *     heap.free(h);
  * }
  * }
+ *
+ * <h2>Objects of every size</h2>
+ * Objects up to a quarter of the page size (16 KiB with the default 64 KiB
+ * pages) live in size classes and can move. Larger objects, up to 4 TiB, get
+ * a mapping of their own: they never move, have handles with the same
+ * guarantees, and their memory is unmapped when they are reclaimed.
  *
  * <h2>Access while other threads compact</h2>
  * {@link #segment(long)} returns a segment bound to the current <em>epoch</em>.
@@ -41,21 +45,37 @@ import org.spanheap.internal.compact.SpanHeapPageSource;
  * already wrote). Use a segment only inside the function that got it, or
  * re-resolve after {@code IllegalStateException}.
  *
+ * <h2>Reclaim and compaction</h2>
+ * A freed object's memory is reused only after the next epoch change. Epoch
+ * changes run in <em>rounds</em>, on a background thread of the heap (one per
+ * heap, stopped by {@link #close()}): a round reclaims every object freed
+ * before it and moves at most iota bytes of live objects to bring each size
+ * class back to at most kappa not-full pages, all behind one handshake. The
+ * thread runs a round when {@linkplain Builder#reclaimBatchBytes(long) a batch}
+ * of freed bytes is waiting, and every few milliseconds while any is. With
+ * {@code reclaimBatchBytes(0)} there is no thread: every free reclaims and
+ * restores kappa at once, as in the paper.
+ *
  * <p>This class is thread-safe.
  *
  * @implNote {@link #segment}, {@link #read}, {@link #write}, {@link #size}:
- * lock-free, O(1) (a volatile load, two table loads, one slice); they spin
- * only while the object itself is being moved (at most one increment).
- * {@link #allocate}, {@link #free}: take the heap lock, O(1) except when a
- * free completes a reclaim batch: then one epoch change (a handshake with all
- * threads, tens of microseconds) and the compaction needed to restore kappa.
- * Every compaction increment holds the lock for one epoch change plus the
- * copy of at most iota bytes (at least one object).
+ * lock-free, O(1) (two volatile loads, one acquire load, one slice); they wait
+ * only while the object itself is being moved (at most one round).
+ * {@link #allocate(long)}: the lock of the object's size class for a few
+ * field updates, then the zeroing or copy without it; large objects add a
+ * {@code mmap}. {@link #free}: lock-free, two CASes and an atomic add; no
+ * handshake unless the background thread has fallen far behind.
  */
 public final class CompactingHeap implements AutoCloseable {
 
     /** Value of {@link Builder#kappa(int)} that turns automatic compaction off ({@link #compact()} still works). */
     public static final int KAPPA_INFINITE = Integer.MAX_VALUE;
+
+    /** Largest object size: 4 TiB - 1. */
+    public static final long MAX_OBJECT_SIZE = (1L << 42) - 1;
+
+    /** The heap whose {@link #read}/{@link #write} function the current thread is re-running, if any. */
+    private static final ThreadLocal<CompactingHeap> RERUNNING = new ThreadLocal<>();
 
     private final CompactFitHeap core;
 
@@ -63,12 +83,16 @@ public final class CompactingHeap implements AutoCloseable {
         this.core = core;
     }
 
-    /** Returns a builder with the defaults: kappa 2, iota 64 KiB, 64 KiB pages, reclaim batch 1 MiB. */
+    /**
+     * {@return a builder with the defaults} The defaults: kappa 2, iota 256 KiB,
+     * 64 KiB pages, reclaim batch 1 MiB, pages from a span heap of its own,
+     * background compaction on.
+     */
     public static Builder builder() {
         return new Builder();
     }
 
-    /** Returns a heap with the defaults of {@link #builder()}. */
+    /** {@return a heap with the defaults of {@link #builder()}} */
     public static CompactingHeap create() {
         return builder().build();
     }
@@ -76,66 +100,110 @@ public final class CompactingHeap implements AutoCloseable {
     /**
      * Allocates a zeroed object of {@code size} bytes and returns its handle.
      *
-     * @throws IllegalArgumentException if {@code size} is negative or larger than {@link #maxObjectSize()}
+     * @param size the object's size in bytes, may be 0
+     * @return the handle of the new object
+     * @throws IllegalArgumentException if {@code size} is negative or larger than {@link #MAX_OBJECT_SIZE}
      * @throws IllegalStateException if the heap is closed
-     * @throws OutOfMemoryError if no page can be had
+     * @throws OutOfMemoryError if no page or mapping can be had
      */
     public long allocate(long size) {
-        if (size < 0 || size > core.maxObjectSize()) {
-            throw new IllegalArgumentException("size must be in [0, " + core.maxObjectSize() + "]: " + size);
+        checkSize(size);
+        return core.allocate(size, null, null);
+    }
+
+    /**
+     * Allocates an object of {@code size} bytes, runs {@code initializer} on
+     * its segment before anyone else can reach it, and returns its handle.
+     * The object is not zeroed first: bytes the initializer does not write
+     * are unspecified (they may hold bytes of objects freed earlier), as with
+     * {@link SpanHeap#allocateUninitialized(long)}. The cheapest way to store
+     * a value built from several parts (a cache entry's header, key and value).
+     *
+     * @param size the object's size in bytes, may be 0
+     * @param initializer writes the new object; it may run more than once (if
+     *        an epoch change closes its segment), so it must be safe to rerun
+     * @return the handle of the new object
+     * @throws IllegalArgumentException if {@code size} is negative or larger than {@link #MAX_OBJECT_SIZE}
+     * @throws IllegalStateException if the heap is closed
+     * @throws OutOfMemoryError if no page or mapping can be had
+     * @throws RuntimeException whatever {@code initializer} throws; then no object is allocated
+     */
+    public long allocate(long size, Consumer<? super MemorySegment> initializer) {
+        checkSize(size);
+        return core.allocate(size, null, Objects.requireNonNull(initializer, "initializer"));
+    }
+
+    /**
+     * Allocates an object holding a copy of {@code contents} and returns its
+     * handle. Cheaper than {@link #allocate(long)} and a write: the new object
+     * is not zeroed first.
+     *
+     * @param contents the bytes of the new object; any segment (another
+     *        object of this heap included) that the calling thread may read
+     * @return the handle of the new object
+     * @throws IllegalArgumentException if {@code contents} is larger than {@link #MAX_OBJECT_SIZE}
+     * @throws IllegalStateException if the heap is closed, or {@code contents}'s scope is not alive
+     * @throws WrongThreadException if {@code contents} is confined to another thread
+     * @throws OutOfMemoryError if no page or mapping can be had
+     */
+    public long allocateFrom(MemorySegment contents) {
+        long size = contents.byteSize();
+        checkSize(size);
+        return core.allocate(size, contents, null);
+    }
+
+    private static void checkSize(long size) {
+        if (size < 0 || size > MAX_OBJECT_SIZE) {
+            throw new IllegalArgumentException("size must be in [0, " + MAX_OBJECT_SIZE + "]: " + size);
         }
-        return core.allocate(size);
     }
 
     /**
      * Frees the object named by {@code handle}. Its memory becomes reusable
      * after the next epoch change; accesses already running may finish on it.
      *
+     * @param handle the object's handle
      * @throws StaleHandleException if the handle names no live object (double free included)
      * @throws IllegalStateException if the heap is closed
      */
     public void free(long handle) {
-        try {
-            core.free(handle);
-        } catch (CompactFitHeap.StaleHandle e) {
-            throw new StaleHandleException(handle);
-        }
+        core.free(handle);
     }
 
     /**
-     * Returns the size in bytes of the object named by {@code handle}.
+     * {@return the size in bytes of the object named by {@code handle}}
      *
+     * @param handle the object's handle
      * @throws StaleHandleException if the handle names no live object
+     * @throws IllegalStateException if the heap is closed
      */
     public long size(long handle) {
-        try {
-            return core.size(handle);
-        } catch (CompactFitHeap.StaleHandle e) {
-            throw new StaleHandleException(handle);
-        }
+        return core.size(handle);
     }
 
     /**
-     * Returns a segment of the object named by {@code handle}, valid until the
-     * current epoch closes; after that every access through it throws
+     * {@return a segment of the object named by {@code handle}} It is valid
+     * until the current epoch closes; after that every access through it throws
      * {@link IllegalStateException} and the caller must resolve again.
      *
+     * @param handle the object's handle
      * @throws StaleHandleException if the handle names no live object
+     * @throws IllegalStateException if the heap is closed
      */
     public MemorySegment segment(long handle) {
-        try {
-            return core.resolve(handle);
-        } catch (CompactFitHeap.StaleHandle e) {
-            throw new StaleHandleException(handle);
-        }
+        return core.resolve(handle);
     }
 
     /**
      * Runs {@code reader} on the object's segment and returns its result,
-     * rerunning it on a fresh segment if a compaction closed the epoch meanwhile.
+     * rerunning it on a fresh segment if an epoch change closed the segment meanwhile.
      *
+     * @param <R> the result type
+     * @param handle the object's handle
+     * @param reader the function to run; it may run more than once
+     * @return what {@code reader} returned
      * @throws StaleHandleException if the handle names no live object
-     * @throws IllegalStateException if the heap is closed
+     * @throws IllegalStateException if the heap is closed, or {@code reader} threw it on its own
      */
     public <R> R read(long handle, Function<? super MemorySegment, ? extends R> reader) {
         MemorySegment s = segment(handle);
@@ -148,49 +216,55 @@ public final class CompactingHeap implements AutoCloseable {
 
     private <R> R readAgain(long handle, Function<? super MemorySegment, ? extends R> reader, MemorySegment s,
             IllegalStateException e) {
-        for (;;) {
-            retryOrThrow(s, e);
-            s = segment(handle);
-            try {
-                return reader.apply(s);
-            } catch (IllegalStateException again) {
-                e = again;
+        CompactingHeap outer = RERUNNING.get();
+        RERUNNING.set(this);
+        try {
+            for (;;) {
+                retryOrThrow(s, e);
+                s = segment(handle);
+                try {
+                    return reader.apply(s);
+                } catch (IllegalStateException again) {
+                    e = again;
+                }
             }
+        } finally {
+            RERUNNING.set(outer);
         }
     }
 
     /**
      * Runs {@code writer} on the object's segment, rerunning it on a fresh
-     * segment if a compaction closed the epoch meanwhile (what an interrupted
-     * attempt wrote has been moved with the object; the rerun overwrites it).
+     * segment if an epoch change closed the segment meanwhile (what an
+     * interrupted attempt wrote has been moved with the object; the rerun
+     * overwrites it).
      *
+     * @param handle the object's handle
+     * @param writer the function to run; it may run more than once
      * @throws StaleHandleException if the handle names no live object
-     * @throws IllegalStateException if the heap is closed
+     * @throws IllegalStateException if the heap is closed, or {@code writer} threw it on its own
      */
     public void write(long handle, Consumer<? super MemorySegment> writer) {
         MemorySegment s = segment(handle);
         try {
             writer.accept(s);
         } catch (IllegalStateException e) {
-            writeAgain(handle, writer, s, e);
+            readAgain(handle, seg -> {
+                writer.accept(seg);
+                return null;
+            }, s, e);
         }
     }
 
-    private void writeAgain(long handle, Consumer<? super MemorySegment> writer, MemorySegment s,
-            IllegalStateException e) {
-        for (;;) {
-            retryOrThrow(s, e);
-            s = segment(handle);
-            try {
-                writer.accept(s);
-                return;
-            } catch (IllegalStateException again) {
-                e = again;
-            }
-        }
-    }
-
-    /** Reads the {@code long} at {@code offset} of the object (retrying across epoch changes). */
+    /**
+     * {@return the {@code long} at {@code offset} of the object} Retries across epoch changes.
+     *
+     * @param handle the object's handle
+     * @param offset the byte offset in the object
+     * @throws StaleHandleException if the handle names no live object
+     * @throws IndexOutOfBoundsException if {@code offset + 8} exceeds the object
+     * @throws IllegalStateException if the heap is closed
+     */
     public long getLong(long handle, long offset) {
         MemorySegment s = segment(handle);
         try {
@@ -200,13 +274,25 @@ public final class CompactingHeap implements AutoCloseable {
         }
     }
 
-    /** Writes the {@code long} at {@code offset} of the object (retrying across epoch changes). */
+    /**
+     * Writes the {@code long} at {@code offset} of the object. Retries across epoch changes.
+     *
+     * @param handle the object's handle
+     * @param offset the byte offset in the object
+     * @param value the value to write
+     * @throws StaleHandleException if the handle names no live object
+     * @throws IndexOutOfBoundsException if {@code offset + 8} exceeds the object
+     * @throws IllegalStateException if the heap is closed
+     */
     public void setLong(long handle, long offset, long value) {
         MemorySegment s = segment(handle);
         try {
             s.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, value);
         } catch (IllegalStateException e) {
-            writeAgain(handle, seg -> seg.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, value), s, e);
+            readAgain(handle, seg -> {
+                seg.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, value);
+                return null;
+            }, s, e);
         }
     }
 
@@ -220,73 +306,102 @@ public final class CompactingHeap implements AutoCloseable {
         Thread.onSpinWait(); // the epoch closed under us: resolve again
     }
 
+    private void checkNotRerunning(String what) {
+        if (RERUNNING.get() == this) {
+            throw new IllegalStateException(what + " must not be called inside a read or write function of the same"
+                    + " heap: it closes the epoch that the function's segment belongs to");
+        }
+    }
+
     /**
-     * Compacts now: makes freed memory reusable and moves objects so that
-     * every size class has at most one not-full page, in increments of at
-     * most iota bytes; emptied pages go back to the page source (and the OS).
-     * Works also when kappa is infinite, which turns off only the automatic
-     * compaction that keeps the bound. Returns the bytes moved.
+     * Compacts now: reclaims freed memory and moves objects until every size
+     * class has at most one not-full page, in rounds of at most iota bytes;
+     * emptied pages go back to the OS. Works also when kappa is infinite, which
+     * turns off only the automatic compaction.
      *
-     * @throws IllegalStateException if the heap is closed
+     * @return the bytes moved
+     * @throws IllegalStateException if the heap is closed, or if called inside a
+     *         {@link #read}/{@link #write} function of this heap (it would close
+     *         that function's epoch on every rerun)
      */
     public long compact() {
+        checkNotRerunning("compact()");
         return core.compact();
     }
 
     /**
      * Moves the object named by {@code handle} to another block of its size
-     * class now, as one compaction increment (then restores kappa). Its handle
-     * stays valid; segments of the current epoch die. Meant for tests of the
-     * access protocol and for moving a single object out of a page.
+     * class now, in a round of its own (then restores kappa). Its handle stays
+     * valid; segments of the current epoch die. Meant for tests of the access
+     * protocol and for moving a single object out of a page.
      *
+     * @param handle the object's handle
+     * @return true if the object moved, false if it is a large object (they never move)
      * @throws StaleHandleException if the handle names no live object
+     * @throws IllegalStateException if the heap is closed, or if called inside a
+     *         {@link #read}/{@link #write} function of this heap
+     */
+    public boolean relocate(long handle) {
+        checkNotRerunning("relocate()");
+        return core.relocate(handle);
+    }
+
+    /**
+     * {@return a snapshot of the heap's counters}
+     *
      * @throws IllegalStateException if the heap is closed
      */
-    public void relocate(long handle) {
-        try {
-            core.relocate(handle);
-        } catch (CompactFitHeap.StaleHandle e) {
-            throw new StaleHandleException(handle);
-        }
-    }
-
-    /** Returns a snapshot of the heap's counters. */
     public CompactingHeapStats stats() {
-        int[] notFull = new int[core.sizeClasses().count()];
-        long[] v = core.snapshot(notFull);
-        return new CompactingHeapStats(v[0], v[1], v[2], v[3], v[4], notFull, v[5], v[6], v[8], v[9], v[10], v[11],
-                v[12]);
+        return core.stats();
     }
 
-    /** Largest object size this heap serves (its page size). */
+    /** {@return the largest object size: {@link #MAX_OBJECT_SIZE}} */
     public long maxObjectSize() {
-        return core.maxObjectSize();
+        return MAX_OBJECT_SIZE;
     }
 
-    /** The partial compaction bound ({@link #KAPPA_INFINITE} if compaction is off). */
+    /** {@return the largest object kept in a size class (a quarter of the page size); larger ones are mapped alone} */
+    public long maxSizeClassObjectSize() {
+        return core.maxSmallObjectSize();
+    }
+
+    /** {@return the page size} */
+    public long pageSize() {
+        return core.pageSize();
+    }
+
+    /** {@return the partial compaction bound ({@link #KAPPA_INFINITE} if automatic compaction is off)} */
     public int kappa() {
         return core.kappa();
     }
 
-    /** The compaction increment in bytes. */
+    /** {@return the compaction increment in bytes} */
     public long iota() {
         return core.iota();
     }
 
-    /** Number of size classes; {@link CompactingHeapStats#notFullPages()} has one entry per class. */
+    /** {@return the number of size classes} {@link CompactingHeapStats#notFullPages()} has one entry per class. */
     public int sizeClassCount() {
-        return core.sizeClasses().count();
+        return core.sizeClassCount();
     }
 
-    /** Block size of size class {@code cls}. */
+    /**
+     * {@return the block size of size class {@code cls}}
+     *
+     * @param cls a size class, {@code 0 <= cls < sizeClassCount()}
+     * @throws IndexOutOfBoundsException if it is not
+     */
     public int blockSize(int cls) {
+        Objects.checkIndex(cls, core.sizeClassCount());
         return core.blockSize(cls);
     }
 
     /**
-     * Frees all memory of the heap. Segments handed out become inaccessible;
-     * later calls throw {@link IllegalStateException}. Must not race with
-     * {@link #free} or {@link #allocate} that expect to succeed.
+     * Frees all memory of the heap and stops its background thread. Segments
+     * handed out become inaccessible; every later call but {@code close}
+     * throws {@link IllegalStateException}. Idempotent. Calls racing with
+     * close complete or throw; a free racing with it may leave its object's
+     * memory to the OS's reclaim at exit.
      */
     @Override
     public void close() {
@@ -296,20 +411,23 @@ public final class CompactingHeap implements AutoCloseable {
     /** Builder of {@link CompactingHeap}s. */
     public static final class Builder {
         private int kappa = 2;
-        private long iota = 64 * 1024;
+        private long iota = 256 * 1024;
         private long pageSize = 64 * 1024;
         private long reclaimBatchBytes = 1024 * 1024;
         private SpanHeap spanHeap;
         private boolean mapped;
+        private boolean background = true;
 
         private Builder() {
         }
 
         /**
          * Sets the partial compaction bound: at most {@code kappa} not-full
-         * pages per size class, restored by compaction when frees are
+         * pages per size class, restored by compaction after frees are
          * reclaimed; {@link #KAPPA_INFINITE} turns that automatic compaction off.
          *
+         * @param kappa the bound, at least 1
+         * @return this builder
          * @throws IllegalArgumentException if {@code kappa < 1}
          */
         public Builder kappa(int kappa) {
@@ -321,9 +439,12 @@ public final class CompactingHeap implements AutoCloseable {
         }
 
         /**
-         * Sets the compaction increment: bytes moved per logically atomic step
-         * (at least one object moves per step).
+         * Sets the compaction increment: bytes moved per round, behind one
+         * epoch change (at least one object moves per round). Accesses to the
+         * objects of a round wait until it has copied them.
          *
+         * @param iota bytes, at least 1
+         * @return this builder
          * @throws IllegalArgumentException if {@code iota < 1}
          */
         public Builder iota(long iota) {
@@ -335,9 +456,11 @@ public final class CompactingHeap implements AutoCloseable {
         }
 
         /**
-         * Sets the page size (a power of two from 4 KiB to 1 GiB), which is also
-         * the largest object size.
+         * Sets the page size; a quarter of it is the largest object kept in a
+         * size class.
          *
+         * @param pageSize a power of two from 4 KiB to 1 GiB
+         * @return this builder
          * @throws IllegalArgumentException if it is not
          */
         public Builder pageSize(long pageSize) {
@@ -349,10 +472,13 @@ public final class CompactingHeap implements AutoCloseable {
         }
 
         /**
-         * Sets how many freed bytes collect before an epoch change makes them
-         * reusable (and restores kappa). 0 reclaims on every free, as
-         * Compact-fit does, at the cost of one handshake per free.
+         * Sets how many freed bytes wait before the background thread runs a
+         * round for them (it also runs one every few milliseconds while any
+         * wait). 0 reclaims and restores kappa on every free in the freeing
+         * thread, as Compact-fit does, at the cost of a handshake per free.
          *
+         * @param bytes the batch, at least 0
+         * @return this builder
          * @throws IllegalArgumentException if negative
          */
         public Builder reclaimBatchBytes(long bytes) {
@@ -364,20 +490,38 @@ public final class CompactingHeap implements AutoCloseable {
         }
 
         /**
+         * Turns the background thread off (on by default): then a freeing
+         * thread runs a round itself whenever a reclaim batch is full.
+         *
+         * @param on whether the heap has a background thread
+         * @return this builder
+         */
+        public Builder backgroundCompaction(boolean on) {
+            this.background = on;
+            return this;
+        }
+
+        /**
          * Takes pages from {@code heap} (one block of the span heap per page)
-         * instead of a span heap of its own. The compacting heap does not close
-         * {@code heap}; close the compacting heap first.
+         * instead of a span heap of its own. The compacting heap holds a
+         * reference on {@code heap}: if {@code heap} is closed first, the
+         * compacting heap's objects stay readable and new pages cannot be had
+         * ({@link IllegalStateException}); the memory goes when both are closed.
+         *
+         * @param heap the span heap to take pages from
+         * @return this builder
          */
         public Builder spanHeap(SpanHeap heap) {
-            this.spanHeap = java.util.Objects.requireNonNull(heap, "heap");
+            this.spanHeap = Objects.requireNonNull(heap, "heap");
             this.mapped = false;
             return this;
         }
 
         /**
          * Takes every page with its own anonymous {@code mmap} and unmaps it
-         * when compaction or frees empty it (no native library needed; one system
-         * call per page). For tests and comparison.
+         * when it empties (one system call per page). For tests and comparison.
+         *
+         * @return this builder
          */
         public Builder mappedPages() {
             this.mapped = true;
@@ -386,19 +530,29 @@ public final class CompactingHeap implements AutoCloseable {
         }
 
         /**
-         * Returns a new heap. Unless {@link #spanHeap} or {@link #mappedPages}
+         * {@return a new heap} Unless {@link #spanHeap} or {@link #mappedPages}
          * was called, it takes its pages from a span heap of its own.
+         *
+         * @throws IllegalStateException if the span heap given to {@link #spanHeap} is closed
+         * @throws IllegalStateException if 2047 compacting heaps are open (handles name their heap in 11 bits)
          */
         public CompactingHeap build() {
-            PageSource src;
             if (mapped) {
-                src = new MappedPageSource(pageSize);
-            } else if (spanHeap != null) {
-                src = new SpanHeapPageSource(spanHeap, pageSize, false);
-            } else {
-                src = new SpanHeapPageSource(SpanHeap.create(), pageSize, true);
+                return new CompactingHeap(CompactFitHeap.overMappedPages(pageSize, kappa, iota, reclaimBatchBytes,
+                        background));
             }
-            return new CompactingHeap(new CompactFitHeap(src, kappa, iota, reclaimBatchBytes));
+            if (spanHeap != null) {
+                return new CompactingHeap(CompactFitHeap.overSpanHeap(spanHeap.impl(), null, pageSize, kappa, iota,
+                        reclaimBatchBytes, background));
+            }
+            SpanHeap own = SpanHeap.create();
+            try {
+                return new CompactingHeap(CompactFitHeap.overSpanHeap(own.impl(), own, pageSize, kappa, iota,
+                        reclaimBatchBytes, background));
+            } catch (RuntimeException | Error e) {
+                own.close();
+                throw e;
+            }
         }
     }
 }

@@ -267,6 +267,11 @@ public final class SpanHeap implements AutoCloseable {
         impl.close();
     }
 
+    /** The engine, for the compacting heap's page source (same package: not public API). */
+    SpanHeapImpl impl() {
+        return impl;
+    }
+
     @Override
     public String toString() {
         return "SpanHeap[" + (impl.isGlobal() ? "global" : isOpen() ? "open" : "closed") + "]";

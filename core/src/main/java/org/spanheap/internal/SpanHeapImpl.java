@@ -573,7 +573,7 @@ public final class SpanHeapImpl {
      * the offset from the class's first block is below the payload bytes and a multiple of
      * the block size (Lemire, see {@link SizeClassTable}); the free mark is not set.
      */
-    void freeAddress(long address) {
+    public void freeAddress(long address) {
         long off = address - base;
         if (Long.compareUnsigned(off, frontierOffset) < 0) {
             // A closed heap makes this access throw IllegalStateException.
@@ -900,15 +900,15 @@ public final class SpanHeapImpl {
         return scope;
     }
 
-    /** Takes a reference for an arena; throws if the heap is closed. */
-    void acquireRef() {
+    /** Takes a reference for an arena or a compacting heap's page source; throws if the heap is closed. */
+    public void acquireRef() {
         if ((boolean) CLOSING.getOpaque(this) || !refs.tryAcquire()) {
             throw closed();
         }
     }
 
     /** Drops a reference; the last one destroys the native heap. */
-    void releaseRef() {
+    public void releaseRef() {
         if (refs.release()) {
             NativeHeap.heapDestroy(heapAddress);
         }

@@ -5,11 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.spanheap.CompactingHeap;
+import org.spanheap.SpanHeap;
 import org.spanheap.StaleHandleException;
 
 class CompactingHeapApiTest {
@@ -38,13 +40,159 @@ class CompactingHeapApiTest {
         try (CompactingHeap heap = CompactingHeap.create()) {
             long h0 = heap.allocate(0);
             assertEquals(0, heap.size(h0));
-            long hMax = heap.allocate(heap.maxObjectSize());
-            assertEquals(heap.maxObjectSize(), heap.segment(hMax).byteSize());
+            long small = heap.maxSizeClassObjectSize();
+            assertEquals(16 * 1024, small, "a quarter of the default 64 KiB page");
+            for (long size : new long[] {small, small + 1, 64 * 1024, 1L << 20, 64L << 20}) {
+                long h = heap.allocate(size);
+                assertEquals(size, heap.size(h));
+                MemorySegment s = heap.segment(h);
+                assertEquals(size, s.byteSize());
+                assertEquals(0, s.get(ValueLayout.JAVA_LONG_UNALIGNED, size - 8), "zeroed");
+                heap.setLong(h, 0, size);
+                heap.setLong(h, size - 8, ~size);
+                assertEquals(size, heap.getLong(h, 0));
+                assertEquals(~size, heap.getLong(h, size - 8));
+                assertEquals(size > small ? 1 : 0, heap.stats().largeObjects(), "large objects are counted");
+                assertTrue(heap.stats().committedBytes() >= size);
+                heap.free(h);
+                assertThrows(StaleHandleException.class, () -> heap.segment(h));
+                assertThrows(StaleHandleException.class, () -> heap.free(h), "double free of a large object");
+            }
             assertThrows(IllegalArgumentException.class, () -> heap.allocate(-1));
-            assertThrows(IllegalArgumentException.class, () -> heap.allocate(heap.maxObjectSize() + 1));
+            assertThrows(IllegalArgumentException.class, () -> heap.allocate(CompactingHeap.MAX_OBJECT_SIZE + 1));
+            assertThrows(OutOfMemoryError.class, () -> heap.allocate(CompactingHeap.MAX_OBJECT_SIZE),
+                    "the OS refuses 4 TiB");
+            long h = heap.allocate(100);
+            heap.setLong(h, 0, 5);
+            assertEquals(5, heap.getLong(h, 0), "still usable after a refused allocation");
             heap.free(h0);
-            heap.free(hMax);
+            heap.compact();
+            assertEquals(1, heap.stats().liveObjects());
+            assertEquals(0, heap.stats().largeBytes(), "every large mapping was unmapped");
         }
+    }
+
+    /** An object of exactly the page size with 1 GiB pages: once it set the MOVING bit instead of its size. */
+    @Test
+    void objectOfAGibibyteHasItsSize() {
+        try (CompactingHeap heap = CompactingHeap.builder().pageSize(1L << 30).mappedPages().build()) {
+            long h = heap.allocate(1L << 30);
+            assertEquals(1L << 30, heap.size(h));
+            heap.setLong(h, (1L << 30) - 8, 42);
+            assertEquals(42, (long) heap.read(h, s -> s.get(ValueLayout.JAVA_LONG_UNALIGNED, (1L << 30) - 8)));
+            assertEquals(1L << 30, heap.stats().liveBytes());
+            heap.free(h);
+            assertEquals(0, heap.stats().liveBytes());
+        }
+    }
+
+    @Test
+    void allocateFromCopiesTheContents() {
+        try (CompactingHeap heap = CompactingHeap.create(); Arena arena = Arena.ofConfined()) {
+            for (long size : new long[] {0, 7, 100, 5000, 40_000}) {
+                MemorySegment src = arena.allocate(size);
+                for (long i = 0; i < size; i++) {
+                    src.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + 7));
+                }
+                long h = heap.allocateFrom(src);
+                assertEquals(size, heap.size(h));
+                assertEquals(-1L, heap.segment(h).mismatch(src), "size " + size);
+                long copy = heap.allocateFrom(heap.segment(h)); // from an object of the same heap
+                assertEquals(-1L, heap.segment(copy).mismatch(src));
+            }
+            MemorySegment closed;
+            try (Arena a = Arena.ofConfined()) {
+                closed = a.allocate(64);
+            }
+            long live = heap.stats().liveObjects();
+            assertThrows(IllegalStateException.class, () -> heap.allocateFrom(closed));
+            assertEquals(live, heap.stats().liveObjects(), "a failed copy leaves nothing behind");
+        }
+    }
+
+    @Test
+    void allocateWithAnInitializer() {
+        try (CompactingHeap heap = CompactingHeap.create()) {
+            for (long size : new long[] {0, 24, 3000, 100_000}) {
+                long h = heap.allocate(size, s -> s.fill((byte) 0x5a));
+                assertEquals(size, heap.size(h));
+                for (long i = 0; i < size; i += 997) {
+                    assertEquals(0x5a, heap.segment(h).get(ValueLayout.JAVA_BYTE, i));
+                }
+            }
+            long live = heap.stats().liveObjects();
+            RuntimeException mine = new RuntimeException("initializer failed");
+            for (long size : new long[] {24, 100_000}) {
+                assertEquals(mine, assertThrows(RuntimeException.class, () -> heap.allocate(size, s -> {
+                    throw mine;
+                })));
+            }
+            assertEquals(live, heap.stats().liveObjects(), "a failed initializer leaves nothing behind");
+        }
+    }
+
+    /** Two fresh heaps hand out the same first index: the tag in the handle tells them apart. */
+    @Test
+    void handleOfAnotherHeapThrows() {
+        try (CompactingHeap a = CompactingHeap.create(); CompactingHeap b = CompactingHeap.create()) {
+            long ha = a.allocate(64);
+            long hb = b.allocate(64);
+            a.setLong(ha, 0, 1);
+            b.setLong(hb, 0, 2);
+            assertEquals((int) ha, (int) hb, "same table index");
+            assertThrows(StaleHandleException.class, () -> a.segment(hb));
+            assertThrows(StaleHandleException.class, () -> a.read(hb, s -> s.get(ValueLayout.JAVA_LONG, 0)));
+            assertThrows(StaleHandleException.class, () -> a.free(hb));
+            assertThrows(StaleHandleException.class, () -> b.size(ha));
+            assertEquals(1, a.getLong(ha, 0));
+            assertEquals(2, b.getLong(hb, 0));
+        }
+    }
+
+    @Test
+    void compactInsideReadIsAClearException() {
+        try (CompactingHeap heap = CompactingHeap.create()) {
+            long h = heap.allocate(64);
+            long other = heap.allocate(64);
+            boolean[] first = {true};
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> heap.read(h, s -> {
+                if (first[0]) {
+                    first[0] = false;
+                    heap.free(other); // so that compact() has a freed block to reclaim: an epoch change
+                }
+                heap.compact();
+                return s.get(ValueLayout.JAVA_LONG, 0);
+            }));
+            assertTrue(e.getMessage().contains("inside a read or write function"), e.getMessage());
+            assertThrows(IllegalStateException.class, () -> heap.write(h, s -> {
+                heap.relocate(h);
+                s.set(ValueLayout.JAVA_LONG, 0, 1);
+            }));
+            assertEquals(0, heap.getLong(h, 0));
+            heap.compact(); // outside a function it works
+        }
+    }
+
+    /** The span heap given to the builder is closed first: once a crash (SIGSEGV) on the next read. */
+    @Test
+    void spanHeapClosedFirstDoesNotCrash() {
+        SpanHeap spans = SpanHeap.create();
+        try (CompactingHeap heap = CompactingHeap.builder().spanHeap(spans).build()) {
+            long h = heap.allocate(64);
+            heap.setLong(h, 0, 9);
+            spans.close();
+            assertEquals(9, heap.getLong(h, 0), "pages stay mapped while the compacting heap holds a reference");
+            long[] more = new long[2000];
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> {
+                for (int i = 0; i < more.length; i++) {
+                    more[i] = heap.allocate(64); // soon needs a new page
+                }
+            });
+            assertTrue(e.getMessage().contains("span heap"), e.getMessage());
+            heap.free(h);
+            heap.compact();
+        }
+        assertThrows(IllegalStateException.class, () -> CompactingHeap.builder().spanHeap(spans).build());
     }
 
     @Test
@@ -120,13 +268,13 @@ class CompactingHeapApiTest {
             long h = heap.allocate(64);
             heap.setLong(h, 0, 7);
             MemorySegment before = heap.segment(h);
-            heap.compact(); // changes the epoch
+            heap.relocate(h); // changes the epoch
             assertThrows(IllegalStateException.class, () -> before.get(ValueLayout.JAVA_LONG, 0));
             assertEquals(7, heap.getLong(h, 0));
             int[] calls = {0};
             long v = heap.read(h, s -> {
                 if (calls[0]++ == 0) {
-                    heap.compact(); // the epoch closes under the reader: read must rerun it
+                    heap.relocate(h); // the epoch closes under the reader: read must rerun it
                 }
                 return s.get(ValueLayout.JAVA_LONG, 0);
             });
@@ -149,12 +297,21 @@ class CompactingHeapApiTest {
     void closedHeapThrows() {
         CompactingHeap heap = CompactingHeap.create();
         long h = heap.allocate(8);
+        long large = heap.allocate(1 << 20);
         MemorySegment s = heap.segment(h);
+        MemorySegment l = heap.segment(large);
         heap.close();
         assertThrows(IllegalStateException.class, () -> s.get(ValueLayout.JAVA_LONG, 0));
+        assertThrows(IllegalStateException.class, () -> l.get(ValueLayout.JAVA_LONG, 0));
         assertThrows(IllegalStateException.class, () -> heap.allocate(8));
+        assertThrows(IllegalStateException.class, () -> heap.allocate(1 << 20));
         assertThrows(IllegalStateException.class, () -> heap.getLong(h, 0));
+        assertThrows(IllegalStateException.class, () -> heap.size(h));
+        assertThrows(IllegalStateException.class, () -> heap.segment(h));
+        assertThrows(IllegalStateException.class, () -> heap.free(h));
+        assertThrows(IllegalStateException.class, heap::stats);
         assertThrows(IllegalStateException.class, heap::compact);
+        assertThrows(IllegalStateException.class, () -> heap.relocate(h));
         heap.close(); // idempotent
     }
 

@@ -34,7 +34,8 @@ import org.spanheap.StaleHandleException;
 class CompactingHeapConcurrentTest {
 
     static final ValueLayout.OfLong L = ValueLayout.JAVA_LONG_UNALIGNED;
-    static final int WORKERS = 2;
+    /** Worker threads of the current run. */
+    int workers = 2;
     static final int OWNED = 64;
     /** Few published objects of one size, so a freed block is soon someone else's (if the heap let it). */
     static final int PUBLISHED = 32;
@@ -44,7 +45,7 @@ class CompactingHeapConcurrentTest {
     final AtomicLong staleSeen = new AtomicLong();
     final AtomicLong checkedReads = new AtomicLong();
     /** Owned handles of the workers, which the compactor relocates at random. */
-    final AtomicLongArray hot = new AtomicLongArray(WORKERS * OWNED);
+    AtomicLongArray hot;
 
     /** Compaction and relocation of the objects in use run all the time. */
     @Test
@@ -54,6 +55,25 @@ class CompactingHeapConcurrentTest {
             run(heap, true);
         }
     }
+
+    /**
+     * The default set-up (batched reclaim by the background thread, kappa 2)
+     * with 16 workers on a small machine, a tenth of the objects large (mapped
+     * one by one and unmapped when reclaimed), and another thread relocating
+     * and compacting.
+     */
+    @Test
+    void manyThreadsLargeObjectsDefaultHeap() throws Exception {
+        workers = 16;
+        largeEvery = 10;
+        try (CompactingHeap heap = CompactingHeap.builder().pageSize(4096).reclaimBatchBytes(16 * 1024).build()) {
+            run(heap, true);
+            assertTrue(heap.stats().largeBytes() == 0 || heap.stats().largeObjects() > 0);
+        }
+    }
+
+    /** One object in {@code largeEvery} is large (over a quarter page); 0: none. */
+    int largeEvery;
 
     /**
      * No compaction: epochs change only when freed blocks are reclaimed, so a
@@ -70,6 +90,7 @@ class CompactingHeapConcurrentTest {
 
     void run(CompactingHeap heap, boolean compact) throws Exception {
         long seconds = Long.getLong("spanheap.test.seconds", 2);
+        hot = new AtomicLongArray(workers * OWNED);
         {
             AtomicLongArray published = new AtomicLongArray(PUBLISHED);
             SplittableRandom init = new SplittableRandom(42);
@@ -77,10 +98,10 @@ class CompactingHeapConcurrentTest {
                 published.set(i, newObject(heap, init, 0, PUBLISHED_WORDS));
             }
             long deadline = System.nanoTime() + seconds * 1_000_000_000L;
-            Thread[] workers = new Thread[WORKERS];
-            for (int w = 0; w < WORKERS; w++) {
+            Thread[] threads = new Thread[workers];
+            for (int w = 0; w < workers; w++) {
                 int id = w;
-                workers[w] = new Thread(() -> work(heap, published, id, deadline), "worker-" + w);
+                threads[w] = new Thread(() -> work(heap, published, id, deadline), "worker-" + w);
             }
             Thread compactor = new Thread(() -> {
                 try {
@@ -103,13 +124,13 @@ class CompactingHeapConcurrentTest {
                     failure.compareAndSet(null, "compactor: " + t);
                 }
             }, "compactor");
-            for (Thread t : workers) {
+            for (Thread t : threads) {
                 t.start();
             }
             if (compact) {
                 compactor.start();
             }
-            for (Thread t : workers) {
+            for (Thread t : threads) {
                 t.join();
             }
             if (compact) {
@@ -128,8 +149,11 @@ class CompactingHeapConcurrentTest {
         }
     }
 
-    /** Allocates an object of 3..64 words: handle, seq, payload, checksum. */
-    static long newObject(CompactingHeap heap, SplittableRandom rnd, long seq) {
+    /** Allocates an object of 3..64 words (or, one in {@link #largeEvery}, 200..2000): handle, seq, payload, checksum. */
+    long newObject(CompactingHeap heap, SplittableRandom rnd, long seq) {
+        if (largeEvery > 0 && rnd.nextInt(largeEvery) == 0) {
+            return newObject(heap, rnd, seq, 200 + rnd.nextInt(1800));
+        }
         return newObject(heap, rnd, seq, 3 + rnd.nextInt(62));
     }
 
@@ -241,7 +265,7 @@ class CompactingHeapConcurrentTest {
                     hot.set(id * OWNED + i, owned[i]);
                     seq[i] = 0;
                 } else if (op < 50) { // replace a published object of ours
-                    int i = rnd.nextInt(PUBLISHED / WORKERS) * WORKERS + id;
+                    int i = (rnd.nextInt(PUBLISHED / workers + 1) * workers + id) % PUBLISHED;
                     long fresh = newObject(heap, rnd, 0, PUBLISHED_WORDS);
                     long old = published.getAndSet(i, fresh);
                     heap.free(old);

@@ -13,9 +13,11 @@ import org.spanheap.CompactingHeap;
 import org.spanheap.CompactingHeapStats;
 
 /**
- * Randomized single-threaded runs: after every allocate, free and compact
+ * Randomized single-threaded runs without the background thread (so the
+ * freeing thread runs the rounds): after every allocate, free and compact
  * the not-full pages of every size class are at most kappa, and every live
  * object still holds what was written to it (compaction moved it intact).
+ * Sizes reach half a page, so large objects (over a quarter page) take part.
  */
 class CompactingHeapKappaTest {
 
@@ -30,7 +32,7 @@ class CompactingHeapKappaTest {
     void boundHoldsAfterEveryOperation(int kappa, long iota, long reclaimBatch, long pageSize) {
         Random rnd = new Random(kappa * 31L + iota + reclaimBatch);
         try (CompactingHeap heap = CompactingHeap.builder().kappa(kappa).iota(iota).reclaimBatchBytes(reclaimBatch)
-                .pageSize(pageSize).build()) {
+                .pageSize(pageSize).backgroundCompaction(false).build()) {
             List<long[]> live = new ArrayList<>(); // {handle, size, seed}
             int ops = 12_000;
             for (int op = 0; op < ops; op++) {

@@ -1,96 +1,135 @@
 package org.spanheap.internal.compact;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
-
+import org.spanheap.CompactingHeapStats;
+import org.spanheap.StaleHandleException;
 import org.spanheap.internal.NativeHeap;
+import org.spanheap.internal.SpanHeapImpl;
 
 /**
  * The engine behind {@link org.spanheap.CompactingHeap}: Compact-fit size
- * classes over pages from a {@link PageSource}, the A2C handle table, and
- * the epoch protocol that lets other threads access objects while blocks
- * move.
+ * classes over pages from a {@link PageSource}, large objects mapped one by
+ * one, the A2C {@link HandleTable}, and the epoch protocol that lets threads
+ * access objects while blocks move.
  *
- * <h2>Locking</h2>
- * Allocation, free and every compaction increment run under one heap lock
- * (Compact-fit's "size-class lock" level, with one lock for all classes).
- * Resolving a handle and accessing an object take no lock.
+ * <h2>Who does what</h2>
+ * <ul>
+ * <li><b>Allocate</b> (any thread): under the lock of the object's size class
+ *     only, takes a slot and a handle index; fills the block outside the lock;
+ *     publishes the entry. Classes never wait for each other.</li>
+ * <li><b>Free</b> (any thread, no lock): kills the entry (one CAS), pushes its
+ *     index on the lock-free <em>limbo</em> stack. The block stays untouched
+ *     until an epoch change makes it unreachable.</li>
+ * <li><b>Rounds</b> (one at a time, under {@link #roundLock}; run by the
+ *     {@link Compactor} thread, by {@code compact()}, or by a freeing thread
+ *     when frees reclaim at once or the compactor has fallen far behind): one
+ *     round drains the limbo, plans moves of at most iota bytes for the
+ *     classes over their bound and marks those entries MOVING, then closes
+ *     the epoch once (one handshake), copies and publishes the moves, and
+ *     releases the moved-from and the freed blocks. So one handshake pays for
+ *     a whole batch of frees and an increment of compaction, and it runs off
+ *     the allocating threads.</li>
+ * </ul>
  *
  * <h2>Access protocol (epochs)</h2>
- * A resolve reads the current {@link Epoch} (volatile), then the entry's
- * state word (acquire), and returns a slice of the epoch's universe segment.
- * To move blocks, an increment, under the lock: marks the entries MOVING,
- * publishes the next epoch, closes the previous one (handshake: no thread is
- * inside an access through an old segment any more, and none can start one),
- * copies, publishes the new addresses clearing MOVING, and releases the old
- * blocks. A resolve that sees MOVING spins until the increment publishes (at
- * most one increment, bounded by iota). A resolve that read the old epoch
- * gets a segment that throws {@code IllegalStateException} on access; the
- * caller resolves again. The same close makes freeing safe: a freed block
- * waits in limbo, still owned by nobody else, until the epoch in which it was
- * freed has been closed; only then may its slot, its page and its handle
- * index be reused. So no segment ever reaches memory of another object.
+ * A resolve reads the current universe (volatile), then the entry's state
+ * (acquire), and returns a slice of the universe, a segment over the whole
+ * address space bound to the current {@link Epoch}'s shared arena. A round
+ * marks the entries it moves MOVING before it publishes the next epoch and
+ * closes the previous one: the JDK's close of a shared arena returns only when
+ * no thread is inside an access through one of its segments, and every later
+ * access through them throws {@code IllegalStateException}. After the close,
+ * nobody reads or writes the blocks to move or the blocks freed before the
+ * round began, so the round may copy, reuse and unmap them. A resolve that sees
+ * MOVING waits for the publication (at most one round); a resolve that read
+ * the old epoch gets a segment that throws, and the caller resolves again. A
+ * freed block, its page and its handle index are reused only after the epoch
+ * in which it was freed has been closed, so no segment ever reaches memory of
+ * another object.
  */
 public final class CompactFitHeap {
 
-    private static final MemorySegment RAW = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+    /** Compactor falls this many batches behind: freeing threads run a round themselves. */
+    private static final int HELP_FACTOR = 8;
 
     private final PageSource source;
-    private final SizeClasses classes;
-    private final SizeClass[] sizeClasses;
+    private final long pageSize;
+    private final BlockSizes sizes;
+    private final SizeClassPages[] classes;
     private final HandleTable table = new HandleTable();
-    private final ReentrantLock lock = new ReentrantLock();
     private final int kappa;
     private final long iota;
     private final long reclaimBatchBytes;
 
-    /** Current epoch; written only under the lock, always before {@link #universe}. */
-    private volatile Epoch epoch = new Epoch(0);
-    /** {@code epoch.universe}, in its own field so that a resolve reads one volatile. */
-    private volatile MemorySegment universe = epoch.universe;
+    /** The current epoch's universe; a resolve reads it first (volatile). */
+    private volatile MemorySegment universe;
     private volatile boolean closed;
 
-    // ---- under the lock ----
-    private Page[] pages = new Page[64];
-    private int[] freePageIds = new int[64];
-    private int freePageIdCount;
-    private int pageIdHigh;
-    /** Pages per group of {@link PageSource#groupSize()} bytes, keyed by base / groupSize. */
-    private final java.util.HashMap<Long, int[]> groupPages = new java.util.HashMap<>();
-    private final long groupSize;
-    private int[] limbo = new int[256];
-    private int limboCount;
-    private long limboBytes;
-    private final boolean[] dirty;
-    private int dirtyCount;
-    private long liveBytes, liveObjects;
-    private long movedBytes, movedBlocks, increments, epochsClosed;
-    private long maxIncrementNanos, totalIncrementNanos, maxCloseNanos;
-    // planned moves of one increment
-    private int[] mvIndex = new int[16], mvSrcSlot = new int[16], mvDstSlot = new int[16];
-    private Page[] mvDst = new Page[16];
+    /** Killed indices waiting for an epoch change, linked through the table (Treiber stack, push and take-all). */
+    private final AtomicInteger limboHead = new AtomicInteger(HandleTable.NO_INDEX);
+    private final AtomicLong limboBytes = new AtomicLong();
+    private final LongAdder liveBytes = new LongAdder();
+    private final LongAdder liveObjects = new LongAdder();
+    private final AtomicLong largeMapped = new AtomicLong();
+    private final AtomicLong largeLive = new AtomicLong();
 
-    /**
-     * @param kappa partial compaction bound, at least 1; {@link Integer#MAX_VALUE} turns compaction off
-     * @param iota compaction increment in bytes (at least one block moves per increment)
-     * @param reclaimBatchBytes freed bytes collected before an epoch change makes them reusable
-     */
-    public CompactFitHeap(PageSource source, int kappa, long iota, long reclaimBatchBytes) {
+    /** Guards the large objects' cache of handle indices and their publication against close. */
+    private final ReentrantLock largeLock = new ReentrantLock();
+    private int largeIndexHead = HandleTable.NO_INDEX;
+
+    // ---- round state: under roundLock ----
+    private final ReentrantLock roundLock = new ReentrantLock();
+    private Epoch epoch = new Epoch(0);
+    private int moveCount;
+    private int[] mvIndex = new int[64], mvSrcSlot = new int[64], mvDstSlot = new int[64];
+    private Page[] mvSrc = new Page[64], mvDst = new Page[64];
+    private final int[] classHeads;
+    private Compactor compactor;
+
+    // ---- statistics: written under roundLock, read by stats() without it ----
+    private volatile long movedBytes, movedBlocks, increments, epochsClosed;
+    private volatile long maxIncrementNanos, totalIncrementNanos, maxCloseNanos;
+
+    private CompactFitHeap(PageSource source, int kappa, long iota, long reclaimBatchBytes, boolean background) {
         this.source = source;
-        this.classes = new SizeClasses(source.pageSize());
-        this.sizeClasses = new SizeClass[classes.count()];
-        for (int i = 0; i < sizeClasses.length; i++) {
-            sizeClasses[i] = new SizeClass(i, classes.blockSize(i), source.pageSize());
+        this.pageSize = source.pageSize();
+        this.sizes = new BlockSizes(pageSize);
+        this.classes = new SizeClassPages[sizes.count()];
+        for (int i = 0; i < classes.length; i++) {
+            classes[i] = new SizeClassPages(i, sizes.blockSize(i), pageSize);
         }
-        this.dirty = new boolean[sizeClasses.length];
-        this.groupSize = source.groupSize();
+        this.classHeads = new int[classes.length];
         this.kappa = kappa;
         this.iota = iota;
         this.reclaimBatchBytes = reclaimBatchBytes;
+        this.universe = epoch.universe;
+        if (background && reclaimBatchBytes > 0) {
+            compactor = new Compactor(this);
+            compactor.start();
+        }
     }
 
-    public long maxObjectSize() {
-        return classes.maxSize();
+    /**
+     * A heap over pages of {@code spanHeap} (a reference is held until close).
+     *
+     * @param owned closed with the heap (the span heap if it was made for this heap), or null
+     */
+    public static CompactFitHeap overSpanHeap(SpanHeapImpl spanHeap, AutoCloseable owned, long pageSize, int kappa,
+            long iota, long reclaimBatchBytes, boolean background) {
+        return new CompactFitHeap(new SpanHeapPageSource(spanHeap, pageSize, owned), kappa, iota, reclaimBatchBytes,
+                background);
+    }
+
+    /** A heap over pages mapped one by one. */
+    public static CompactFitHeap overMappedPages(long pageSize, int kappa, long iota, long reclaimBatchBytes,
+            boolean background) {
+        return new CompactFitHeap(new MappedPageSource(pageSize), kappa, iota, reclaimBatchBytes, background);
     }
 
     public int kappa() {
@@ -101,486 +140,766 @@ public final class CompactFitHeap {
         return iota;
     }
 
-    public SizeClasses sizeClasses() {
-        return classes;
+    public long pageSize() {
+        return pageSize;
     }
 
-    // ---- lock-free access path -------------------------------------------
-
-    /**
-     * Returns a segment of the object named by {@code handle}, bound to the
-     * current epoch. Throws {@link StaleHandle} for a handle that is not live.
-     */
-    public MemorySegment resolve(long handle) {
-        // fast path: one volatile load of the universe, one of the table, the state (acquire) and the address
-        MemorySegment universe = this.universe; // volatile read, ordered before the table reads
-        long[] entries = table.entries();
-        int index = (int) handle;
-        if (index > 0 && index < (entries.length >> 1)) {
-            long st = HandleTable.stateAcquire(entries, index);
-            if ((st & ~HandleTable.SIZE_MASK) == ((handle & HandleTable.GEN_MASK) | HandleTable.LIVE)) {
-                return universe.asSlice(HandleTable.address(entries, index), st & HandleTable.SIZE_MASK);
-            }
-        }
-        return resolveSlow(handle);
+    /** Largest object served from a size class; larger ones are mapped one by one. */
+    public long maxSmallObjectSize() {
+        return sizes.maxSmall();
     }
 
-    /** Forged, stale or moving: spin while the block moves (at most one increment), else throw. */
-    private MemorySegment resolveSlow(long handle) {
-        int index = (int) handle;
-        long expect = (handle & HandleTable.GEN_MASK) | HandleTable.LIVE;
-        for (;;) {
-            MemorySegment universe = this.universe;
-            long[] entries = table.entries();
-            if (index <= 0 || index >= (entries.length >> 1)) {
-                throw new StaleHandle(handle); // forged: outside the table
-            }
-            long st = HandleTable.stateAcquire(entries, index);
-            if ((st & (HandleTable.GEN_MASK | HandleTable.LIVE)) != expect) {
-                throw new StaleHandle(handle);
-            }
-            if ((st & HandleTable.MOVING) == 0) {
-                return universe.asSlice(HandleTable.address(entries, index), st & HandleTable.SIZE_MASK);
-            }
-            Thread.onSpinWait(); // an increment is copying this block
-        }
+    public int sizeClassCount() {
+        return classes.length;
     }
 
-    /** Size in bytes of the live object named by {@code handle}. */
-    public long size(long handle) {
-        int index = (int) handle;
-        long[] entries = table.entries();
-        if (index <= 0 || index >= (entries.length >> 1)) {
-            throw new StaleHandle(handle);
-        }
-        long st = HandleTable.stateAcquire(entries, index);
-        if ((st & (HandleTable.GEN_MASK | HandleTable.LIVE)) != ((handle & HandleTable.GEN_MASK) | HandleTable.LIVE)) {
-            throw new StaleHandle(handle);
-        }
-        return st & HandleTable.SIZE_MASK;
+    public int blockSize(int cls) {
+        return classes[cls].blockSize;
     }
 
     public boolean isClosed() {
         return closed;
     }
 
-    /** Thrown by the engine for a handle that names no live object; the API maps it to its public type. */
-    public static final class StaleHandle extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-        public final long handle;
+    // ---- lock-free access path -------------------------------------------
 
-        StaleHandle(long handle) {
-            super(null, null, false, false);
-            this.handle = handle;
+    /**
+     * Returns a segment of the object named by {@code handle}, bound to the
+     * current epoch.
+     *
+     * @throws StaleHandleException if the handle names no live object
+     * @throws IllegalStateException if the heap is closed
+     */
+    public MemorySegment resolve(long handle) {
+        // fast path: the universe (volatile), the table (volatile), the state (acquire), the address
+        MemorySegment u = universe;
+        long[][] words = table.words();
+        int index = (int) handle;
+        int chunk = index >>> HandleTable.CHUNK_SHIFT;
+        if (chunk < words.length) {
+            long[] w = words[chunk];
+            int o = HandleTable.wordOf(index);
+            long st = HandleTable.stateAcquire(w, o);
+            if ((st & ~HandleTable.SIZE_MASK) == table.expectedState(handle)) {
+                return u.asSlice(w[o + 1], st & HandleTable.SIZE_MASK);
+            }
+        }
+        return resolveSlow(handle);
+    }
+
+    /** Forged, stale, closed or moving: wait while the block moves (at most one round), else throw. */
+    private MemorySegment resolveSlow(long handle) {
+        for (int spins = 0;; spins++) {
+            MemorySegment u = universe;
+            int index;
+            try {
+                index = table.liveIndex(handle);
+            } catch (StaleHandleException e) {
+                throw closed ? closedException() : e;
+            }
+            long st = table.state(index);
+            if ((st & HandleTable.MOVING) == 0) {
+                if (!HandleTable.isLive(st)) {
+                    throw new StaleHandleException(handle); // freed between the two loads
+                }
+                return u.asSlice(table.address(index), HandleTable.size(st));
+            }
+            // a round is copying this block: its handshake and copy take microseconds, but on an
+            // overloaded machine the round's thread may need this core, so spin briefly, then yield
+            if (spins < 64) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
         }
     }
 
-    // ---- allocation and free ---------------------------------------------
+    /** Size in bytes of the live object named by {@code handle}. */
+    public long size(long handle) {
+        try {
+            return HandleTable.size(table.state(table.liveIndex(handle)));
+        } catch (StaleHandleException e) {
+            throw closed ? closedException() : e;
+        }
+    }
 
-    public long allocate(long size) {
-        int ci = classes.classOf(size);
-        SizeClass c = sizeClasses[ci];
-        lock.lock();
+    // ---- allocation -----------------------------------------------------------
+
+    /**
+     * Allocates an object of {@code size} bytes and returns its handle. Its
+     * contents: a copy of {@code contents} if not null (then
+     * {@code size == contents.byteSize()}); else what {@code init} writes if
+     * not null (the rest unspecified); else zero.
+     */
+    public long allocate(long size, MemorySegment contents, Consumer<? super MemorySegment> init) {
+        if (size > sizes.maxSmall()) {
+            return allocateLarge(size, contents, init);
+        }
+        SizeClassPages c = classes[sizes.classOf(size)];
+        Page p;
+        int index, slot;
+        c.lock.lock();
         try {
             checkOpen();
-            Page p = c.allocationPage();
+            p = c.allocationPage();
             if (p == null) {
                 p = newPage(c);
             }
-            int index = table.takeIndex();
-            int slot = p.take(index);
-            long addr = p.addressOf(slot);
-            NativeHeap.zero(RAW.asSlice(addr, size));
-            table.publishLive(index, addr, size, p.id, slot);
+            if (c.indexHead == HandleTable.NO_INDEX) {
+                c.indexHead = table.takeIndices(SizeClassPages.INDEX_BATCH);
+                c.indexCount = SizeClassPages.INDEX_BATCH;
+            }
+            index = c.indexHead;
+            c.indexHead = table.link(index);
+            c.indexCount--;
+            slot = p.take(index);
             c.refile(p);
             c.liveBlocks++;
-            liveBytes += size;
-            liveObjects++;
-            return table.handleOf(index);
         } finally {
-            lock.unlock();
+            c.lock.unlock();
         }
-    }
-
-    public void free(long handle) {
-        lock.lock();
+        // The slot is ours but unpublished: no round moves or reuses it (its entry is not LIVE).
+        long address = p.addressOf(slot);
         try {
-            checkOpen();
-            int index = (int) handle;
-            if (index <= 0 || index >= table.capacity()) {
-                throw new StaleHandle(handle);
-            }
-            long st = table.rawState(index);
-            if ((st & (HandleTable.GEN_MASK | HandleTable.LIVE)) != ((handle & HandleTable.GEN_MASK) | HandleTable.LIVE)) {
-                throw new StaleHandle(handle);
-            }
-            table.kill(index);
-            if (limboCount == limbo.length) {
-                limbo = java.util.Arrays.copyOf(limbo, limboCount * 2);
-            }
-            limbo[limboCount++] = index;
-            limboBytes += pages[table.pageIdOf(index)].sizeClass.blockSize;
-            liveBytes -= st & HandleTable.SIZE_MASK;
-            liveObjects--;
-            if (limboBytes >= reclaimBatchBytes) {
-                advanceEpoch();
-                restoreBound();
-            }
-        } finally {
-            lock.unlock();
+            fill(address, size, contents, init);
+        } catch (RuntimeException | Error e) {
+            abandon(c, p, slot, index);
+            throw e;
         }
+        table.publishLive(index, address, size, p, slot);
+        liveBytes.add(size);
+        liveObjects.increment();
+        return table.handleOf(index);
     }
 
     /**
-     * Makes freed blocks reusable and compacts every size class down to at
-     * most one not-full page, also when kappa is infinite (which only turns
-     * off the automatic compaction on free). Returns the bytes moved.
+     * Zeroes, copies or initialises a block we reserved, through the current
+     * epoch's universe: a heap closed meanwhile makes this throw instead of
+     * touching returned memory; an epoch change meanwhile (a round) makes it
+     * retry (so an initialiser may run twice).
      */
-    public long compact() {
-        lock.lock();
-        try {
-            checkOpen();
-            long before = movedBytes;
-            advanceEpoch();
-            for (SizeClass c : sizeClasses) { // on request even with kappa infinite (no automatic compaction)
-                while (increment(c, 1)) {
-                    yieldLock();
-                    checkOpen();
+    private void fill(long address, long size, MemorySegment contents, Consumer<? super MemorySegment> init) {
+        for (;;) {
+            MemorySegment block = universe.asSlice(address, size);
+            try {
+                if (contents != null) {
+                    MemorySegment.copy(contents, 0, block, 0, size);
+                } else if (init != null) {
+                    init.accept(block);
+                } else {
+                    NativeHeap.zero(block);
                 }
+                return;
+            } catch (IllegalStateException e) {
+                if (block.scope().isAlive() || (contents != null && !contents.scope().isAlive())) {
+                    throw e; // not the epoch: the caller's own segment is closed or confined elsewhere
+                }
+                checkOpen();
             }
-            restoreBound();
-            return movedBytes - before;
-        } finally {
-            lock.unlock();
         }
     }
 
-    public void close() {
-        lock.lock();
+    /** Gives back a reserved, unpublished slot and index after a failed fill. */
+    private void abandon(SizeClassPages c, Page p, int slot, int index) {
+        c.lock.lock();
         try {
             if (closed) {
                 return;
             }
-            closed = true;
-            closeEpoch(epoch); // every segment handed out dies; the epoch field stays on the closed one
-            for (int i = 0; i < pageIdHigh; i++) {
-                if (pages[i] != null) {
-                    source.freePage(pages[i].memory);
-                    pages[i] = null;
-                }
-            }
-            source.close();
+            p.release(slot);
+            c.liveBlocks--;
+            c.refile(p);
+            table.setLink(index, c.indexHead);
+            c.indexHead = index;
+            c.indexCount++;
         } finally {
-            lock.unlock();
+            c.lock.unlock();
         }
     }
 
-    private void checkOpen() {
-        if (closed) {
-            throw new IllegalStateException("compacting heap is closed");
-        }
-    }
-
-    private void yieldLock() {
-        // between increments other threads may allocate, free or take the lock for their own increments
-        lock.unlock();
-        Thread.yield();
-        lock.lock();
-    }
-
-    // ---- pages -----------------------------------------------------------
-
-    private Page newPage(SizeClass c) {
-        int id;
-        if (freePageIdCount > 0) {
-            id = freePageIds[--freePageIdCount];
-        } else {
-            id = pageIdHigh++;
-            if (id == pages.length) {
-                pages = java.util.Arrays.copyOf(pages, id * 2);
-                freePageIds = java.util.Arrays.copyOf(freePageIds, id * 2);
-            }
-        }
-        Page p = new Page(id, source.allocatePage(), c);
-        pages[id] = p;
-        p.group = groupPages.computeIfAbsent(p.base / groupSize, k -> new int[1]);
-        p.group[0]++;
-        c.pages++;
+    /** A new page for class {@code c} (caller holds its lock). */
+    private Page newPage(SizeClassPages c) {
+        Page p = new Page(source.allocatePage(), c);
+        c.addPage(p);
         return p;
     }
 
-    private void freePage(Page p) {
-        if (p.notFullPos >= 0) {
-            p.sizeClass.removeNotFull(p);
+    /**
+     * A large object: its own zeroed mapping, never moved. Its entry has no
+     * page; the slot word holds the mapping's size in OS pages.
+     */
+    private long allocateLarge(long size, MemorySegment contents, Consumer<? super MemorySegment> init) {
+        if (size > HandleTable.MAX_SIZE) {
+            throw new IllegalArgumentException("size must be at most " + HandleTable.MAX_SIZE + ": " + size);
         }
-        pages[p.id] = null;
-        freePageIds[freePageIdCount++] = p.id;
-        if (--p.group[0] == 0) {
-            groupPages.remove(p.base / groupSize);
+        checkOpen();
+        long mapped = OsMemory.mappedSize(size);
+        if ((mapped >>> 12) > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("size too large: " + size);
         }
-        p.sizeClass.pages--;
-        source.freePage(p.memory);
+        long address = OsMemory.map(size); // zeroed by the OS
+        largeMapped.addAndGet(mapped);
+        int index;
+        try {
+            if (contents != null || init != null) {
+                fill(address, size, contents, init);
+            }
+            largeLock.lock();
+            try {
+                checkOpen(); // close() frees what is published; past this point close waits for us
+                if (largeIndexHead == HandleTable.NO_INDEX) {
+                    largeIndexHead = table.takeIndices(SizeClassPages.INDEX_BATCH);
+                }
+                index = largeIndexHead;
+                largeIndexHead = table.link(index);
+                table.publishLive(index, address, size, null, (int) (mapped >>> 12));
+            } finally {
+                largeLock.unlock();
+            }
+        } catch (RuntimeException | Error e) {
+            OsMemory.unmap(address, size);
+            largeMapped.addAndGet(-mapped);
+            throw e;
+        }
+        largeLive.incrementAndGet();
+        liveBytes.add(size);
+        liveObjects.increment();
+        return table.handleOf(index);
     }
 
-    private void releaseBlock(Page p, int slot) {
-        p.release(slot);
-        p.sizeClass.liveBlocks--;
-        if (p.used == 0) {
-            freePage(p); // safe: called only after the epoch that could reach the block was closed
+    // ---- free -------------------------------------------------------------------
+
+    /**
+     * Frees the object named by {@code handle}: kills the entry and leaves the
+     * block in limbo until the next epoch change.
+     *
+     * @throws StaleHandleException if the handle names no live object (double free included)
+     * @throws IllegalStateException if the heap is closed
+     */
+    public void free(long handle) {
+        long state;
+        try {
+            state = table.kill(handle);
+        } catch (StaleHandleException e) {
+            throw closed ? closedException() : e;
+        }
+        int index = (int) handle;
+        long size = HandleTable.size(state);
+        liveBytes.add(-size);
+        liveObjects.decrement();
+        if (size > sizes.maxSmall()) {
+            largeLive.decrementAndGet();
+        }
+        for (;;) {
+            int head = limboHead.get();
+            table.setLink(index, head); // plain: published by the CAS below (volatile)
+            if (limboHead.compareAndSet(head, index)) {
+                break;
+            }
+        }
+        // the bytes the release will give back: the block, or the whole mapping
+        long block = size > sizes.maxSmall() ? OsMemory.mappedSize(size) : classes[sizes.classOf(size)].blockSize;
+        long pending = limboBytes.addAndGet(block);
+        if (pending >= reclaimBatchBytes) {
+            reclaimPressure(pending);
+        }
+    }
+
+    /** Enough freed bytes wait: reclaim now (no batching), wake the compactor, or help it. */
+    private void reclaimPressure(long pending) {
+        Compactor k = compactor;
+        if (reclaimBatchBytes == 0 || k == null) {
+            roundLock.lock();
+            try {
+                if (!closed) {
+                    roundsUntil(kappa);
+                }
+            } finally {
+                roundLock.unlock();
+            }
+        } else if (pending >= HELP_FACTOR * reclaimBatchBytes && roundLock.tryLock()) {
+            try { // the compactor fell behind (threads outnumber cores): bound the limbo ourselves
+                if (!closed) {
+                    round(kappa);
+                }
+            } finally {
+                roundLock.unlock();
+            }
         } else {
-            p.sizeClass.refile(p);
-        }
-        markDirty(p.sizeClass);
-    }
-
-    private void markDirty(SizeClass c) {
-        if (!dirty[c.index]) {
-            dirty[c.index] = true;
-            dirtyCount++;
+            k.wake();
         }
     }
 
-    // ---- epochs ----------------------------------------------------------
+    // ---- rounds -----------------------------------------------------------------
 
-    /** Publishes the next epoch, closes the current one, then releases the blocks freed before. */
-    private void advanceEpoch() {
+    /** Runs rounds until no class is over {@code goal} and the limbo is empty (caller holds roundLock). */
+    private long roundsUntil(int goal) {
+        long moved = 0;
+        for (int guard = 0; guard < 1_000_000; guard++) {
+            boolean pendingLimbo = limboHead.get() != HandleTable.NO_INDEX;
+            long m = round(goal);
+            moved += m;
+            if (m == 0 && !pendingLimbo && !anyOver(goal)) {
+                break;
+            }
+            if (closed) {
+                break;
+            }
+        }
+        return moved;
+    }
+
+    /** Work the compactor has: freed bytes waiting, or a class over kappa. */
+    boolean hasWork(boolean idle) {
+        long pending = limboBytes.get();
+        return pending >= reclaimBatchBytes || (idle && pending > 0) || (kappa != Integer.MAX_VALUE && anyOver(kappa));
+    }
+
+    /** Called by the compactor thread: one round (and more while a class is over kappa). */
+    void backgroundRound() {
+        roundLock.lock();
+        try {
+            if (!closed) {
+                round(kappa);
+            }
+        } finally {
+            roundLock.unlock();
+        }
+    }
+
+    private boolean anyOver(int goal) {
+        if (goal == Integer.MAX_VALUE) {
+            return false;
+        }
+        for (SizeClassPages c : classes) {
+            if (c.notFullCount() > goal) { // racy read: a hint, the round re-checks under the lock
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * One round (caller holds roundLock): drains the limbo, plans at most iota
+     * bytes of moves for classes over {@code goal}, changes the epoch once,
+     * copies and publishes the moves, releases moved-from and freed blocks.
+     * Returns the bytes moved.
+     */
+    private long round(int goal) {
+        CompactionRoundEvent event = new CompactionRoundEvent();
+        event.begin();
+        long t0 = System.nanoTime();
+        int limbo = limboHead.getAndSet(HandleTable.NO_INDEX); // volatile: the pushers' links are visible
+        long planned = goal == Integer.MAX_VALUE ? 0 : planMoves(goal);
+        if (limbo == HandleTable.NO_INDEX && moveCount == 0) {
+            return 0;
+        }
+        long closeNanos = advanceEpoch(); // nobody reaches the limbo blocks or the blocks to move any more
+        long moved = executeMoves();
+        long reclaimed = releaseLimbo(limbo);
+        if (planned > 0) {
+            long t = System.nanoTime() - t0;
+            movedBytes += moved;
+            increments++;
+            totalIncrementNanos += t;
+            maxIncrementNanos = Math.max(maxIncrementNanos, t);
+        }
+        event.end();
+        if (event.shouldCommit()) {
+            event.heap = table.tag();
+            event.movedBytes = moved;
+            event.reclaimedBytes = reclaimed;
+            event.epochCloseNanos = closeNanos;
+            event.commit();
+        }
+        return moved;
+    }
+
+    /**
+     * Plans moves: per class over {@code goal}, live blocks of its least used
+     * not-full page go to its fullest other not-full pages; at most iota bytes
+     * in all (at least one block). Marks the entries MOVING and reserves the
+     * target slots. Returns the planned bytes.
+     */
+    private long planMoves(int goal) {
+        long bytes = 0;
+        moveCount = 0;
+        for (SizeClassPages c : classes) {
+            if (bytes >= iota) {
+                break;
+            }
+            if (c.notFullCount() <= goal || c.notFullCount() < 2) {
+                continue;
+            }
+            c.lock.lock();
+            try {
+                Page src = c.leastUsedNotFull();
+                if (c.notFullCount() <= goal || src == null) {
+                    continue;
+                }
+                Page dst = c.fullestOther(src);
+                for (int slot = 0; slot < src.owner.length && dst != null; slot++) {
+                    int index = src.owner[slot];
+                    if (index < 0) {
+                        continue;
+                    }
+                    if (moveCount > 0 && bytes + c.blockSize > iota) {
+                        break;
+                    }
+                    // not LIVE: freed (in limbo) or not yet published by its allocator; both stay
+                    if (!table.markMoving(index)) {
+                        continue;
+                    }
+                    src.evacuating = true;
+                    addMove(index, src, slot, dst, dst.take(index));
+                    bytes += c.blockSize;
+                    if (dst.isFull()) {
+                        dst = c.fullestOther(src);
+                    }
+                }
+            } finally {
+                c.lock.unlock();
+            }
+        }
+        return bytes;
+    }
+
+    private void addMove(int index, Page src, int srcSlot, Page dst, int dstSlot) {
+        if (moveCount == mvIndex.length) {
+            int m = moveCount * 2;
+            mvIndex = Arrays.copyOf(mvIndex, m);
+            mvSrcSlot = Arrays.copyOf(mvSrcSlot, m);
+            mvDstSlot = Arrays.copyOf(mvDstSlot, m);
+            mvSrc = Arrays.copyOf(mvSrc, m);
+            mvDst = Arrays.copyOf(mvDst, m);
+        }
+        mvIndex[moveCount] = index;
+        mvSrc[moveCount] = src;
+        mvSrcSlot[moveCount] = srcSlot;
+        mvDst[moveCount] = dst;
+        mvDstSlot[moveCount] = dstSlot;
+        moveCount++;
+    }
+
+    /**
+     * Copies the planned blocks (the epoch that could reach them is closed, and
+     * their entries are MOVING), publishes them, releases their old slots.
+     * A block freed while it moved keeps its old place for the free's limbo
+     * entry; its reserved target slot is given back instead.
+     */
+    private long executeMoves() {
+        long moved = 0;
+        int n = moveCount;
+        for (int k = 0; k < n; k++) {
+            long size = HandleTable.size(table.state(mvIndex[k]));
+            MemorySegment.copy(OsMemory.RAW, mvSrc[k].addressOf(mvSrcSlot[k]), OsMemory.RAW,
+                    mvDst[k].addressOf(mvDstSlot[k]), size);
+        }
+        for (int k = 0; k < n;) {
+            SizeClassPages c = mvSrc[k].sizeClass;
+            Page emptied = null;
+            c.lock.lock();
+            try {
+                for (; k < n && mvSrc[k].sizeClass == c; k++) {
+                    Page src = mvSrc[k], dst = mvDst[k];
+                    if (table.publishMoved(mvIndex[k], dst.addressOf(mvDstSlot[k]), dst, mvDstSlot[k])) {
+                        src.release(mvSrcSlot[k]);
+                        moved += c.blockSize;
+                        movedBlocks++;
+                    } else {
+                        dst.release(mvDstSlot[k]);
+                    }
+                    src.evacuating = false;
+                    c.refile(dst);
+                    if (src.used == 0) {
+                        if (src.pagePos >= 0) {
+                            c.removePage(src);
+                            emptied = src;
+                        }
+                    } else {
+                        c.refile(src);
+                    }
+                    mvSrc[k] = null;
+                    mvDst[k] = null;
+                }
+            } finally {
+                c.lock.unlock();
+            }
+            if (emptied != null) {
+                source.freePage(emptied.base);
+            }
+        }
+        moveCount = 0;
+        return moved;
+    }
+
+    /** Releases the blocks and indices of a drained limbo list, one lock hold per class; returns their bytes. */
+    private long releaseLimbo(int head) {
+        if (head == HandleTable.NO_INDEX) {
+            return 0;
+        }
+        Arrays.fill(classHeads, HandleTable.NO_INDEX);
+        int largeHead = HandleTable.NO_INDEX;
+        long bytes = 0;
+        for (int i = head; i != HandleTable.NO_INDEX;) {
+            int next = table.link(i);
+            Page p = table.pageOf(i);
+            if (p == null) { // large: unmap now, nobody can reach it any more
+                long mapped = (long) table.slotOf(i) << 12;
+                OsMemory.unmap(table.address(i), mapped);
+                largeMapped.addAndGet(-mapped);
+                bytes += mapped;
+                table.setLink(i, largeHead);
+                largeHead = i;
+            } else {
+                int ci = p.sizeClass.index;
+                table.setLink(i, classHeads[ci]);
+                classHeads[ci] = i;
+            }
+            i = next;
+        }
+        for (int ci = 0; ci < classes.length; ci++) {
+            if (classHeads[ci] != HandleTable.NO_INDEX) {
+                bytes += releaseClassLimbo(classes[ci], classHeads[ci]);
+            }
+        }
+        if (largeHead != HandleTable.NO_INDEX) {
+            table.giveIndices(largeHead); // large objects are rare: their indices go straight back
+        }
+        limboBytes.addAndGet(-bytes);
+        return bytes;
+    }
+
+    private long releaseClassLimbo(SizeClassPages c, int head) {
+        long bytes = 0;
+        Page[] emptied = null;
+        int emptiedCount = 0;
+        c.lock.lock();
+        try {
+            for (int i = head; i != HandleTable.NO_INDEX;) {
+                int next = table.link(i);
+                Page p = table.pageOf(i);
+                p.release(table.slotOf(i));
+                c.liveBlocks--;
+                if (p.used == 0) {
+                    c.removePage(p);
+                    if (emptied == null) {
+                        emptied = new Page[8];
+                    } else if (emptiedCount == emptied.length) {
+                        emptied = Arrays.copyOf(emptied, emptiedCount * 2);
+                    }
+                    emptied[emptiedCount++] = p;
+                } else {
+                    c.refile(p);
+                }
+                table.setLink(i, c.indexHead);
+                c.indexHead = i;
+                c.indexCount++;
+                bytes += c.blockSize;
+                i = next;
+            }
+            c.dirty = true;
+            if (c.indexCount > SizeClassPages.INDEX_CACHE_MAX) {
+                giveBackIndices(c);
+            }
+        } finally {
+            c.lock.unlock();
+        }
+        for (int k = 0; k < emptiedCount; k++) {
+            source.freePage(emptied[k].base);
+        }
+        return bytes;
+    }
+
+    /** Returns half of a class's cached indices to the table (caller holds the class lock). */
+    private void giveBackIndices(SizeClassPages c) {
+        int keep = SizeClassPages.INDEX_CACHE_MAX / 2;
+        int last = c.indexHead;
+        for (int k = 1; k < keep; k++) {
+            last = table.link(last);
+        }
+        int rest = table.link(last);
+        table.setLink(last, HandleTable.NO_INDEX);
+        table.giveIndices(rest);
+        c.indexCount = keep;
+    }
+
+    // ---- epochs ----------------------------------------------------------------
+
+    /** Publishes the next epoch, then closes the current one (caller holds roundLock); returns the close's nanoseconds. */
+    private long advanceEpoch() {
         Epoch old = epoch;
         Epoch next = new Epoch(old.number + 1);
         epoch = next;
-        universe = next.universe; // volatile write: entries marked or killed before are visible with it
-        closeEpoch(old);
-        releaseLimbo();
-    }
-
-    private void closeEpoch(Epoch e) {
+        universe = next.universe; // volatile: MOVING marks and kills before it are seen by resolves of next
         long t0 = System.nanoTime();
-        for (;;) {
-            try {
-                e.arena.close(); // handshake: returns when no thread is inside an access to e's segments
-                break;
-            } catch (IllegalStateException busy) {
-                // a segment of this epoch is held by a native call in progress (acquired scope)
-                if (!e.isAlive()) {
-                    break;
-                }
-                Thread.onSpinWait();
-            }
-        }
+        old.close();
         long t = System.nanoTime() - t0;
         maxCloseNanos = Math.max(maxCloseNanos, t);
         epochsClosed++;
+        return t;
     }
 
-    private void releaseLimbo() {
-        for (int k = 0; k < limboCount; k++) {
-            int index = limbo[k];
-            Page p = pages[table.pageIdOf(index)];
-            releaseBlock(p, table.slotInPageOf(index));
-            table.recycle(index);
-        }
-        limboCount = 0;
-        limboBytes = 0;
-    }
-
-    // ---- compaction ------------------------------------------------------
-
-    /** Compacts every class marked dirty back to kappa, one increment at a time. */
-    private void restoreBound() {
-        if (kappa == Integer.MAX_VALUE) {
-            java.util.Arrays.fill(dirty, false);
-            dirtyCount = 0;
-            return;
-        }
-        while (dirtyCount > 0) {
-            for (SizeClass c : sizeClasses) {
-                if (dirty[c.index]) {
-                    dirty[c.index] = false;
-                    dirtyCount--;
-                    while (increment(c, kappa)) {
-                        yieldLock();
-                        if (closed) {
-                            return;
-                        }
-                    }
-                }
-            }
-        }
-    }
+    // ---- compaction on request -------------------------------------------------
 
     /**
-     * One logically atomic compaction increment in class {@code c} if it has
-     * more than {@code goal} not-full pages: moves live blocks, at most iota
-     * bytes (at least one block), from the least-used not-full page into the
-     * fullest other not-full pages. Returns false if nothing was to do.
+     * Reclaims freed blocks and compacts every size class down to at most one
+     * not-full page. Returns the bytes moved.
      */
-    private boolean increment(SizeClass c, int goal) {
-        if (c.notFullCount() <= goal || c.notFullCount() < 2) {
-            return false;
+    public long compact() {
+        roundLock.lock();
+        try {
+            checkOpen();
+            return roundsUntil(1);
+        } finally {
+            roundLock.unlock();
         }
-        long t0 = System.nanoTime();
-        // source: the not-full page in the emptiest group (its memory can go back
-        // to the OS soonest), then the least used; Compact-fit takes the least used
-        Page src = c.notFullAt(0);
-        for (int i = 1; i < c.notFullCount(); i++) {
-            Page p = c.notFullAt(i);
-            if (p.group[0] < src.group[0] || (p.group[0] == src.group[0] && p.used < src.used)) {
-                src = p;
-            }
-        }
-        int n = 0;
-        long bytes = 0;
-        Page dst = fullestOther(c, src);
-        for (int slot = 0; slot < src.owner.length && dst != null; slot++) {
-            int index = src.owner[slot];
-            if (index < 0 || (table.rawState(index) & HandleTable.LIVE) == 0) {
-                continue; // free, or freed and waiting in limbo (released by this increment's epoch change)
-            }
-            if (n > 0 && bytes + c.blockSize > iota) {
-                break;
-            }
-            if (n == mvIndex.length) {
-                growMoves();
-            }
-            mvIndex[n] = index;
-            mvSrcSlot[n] = slot;
-            mvDst[n] = dst;
-            mvDstSlot[n] = dst.take(index);
-            table.setMoving(index); // resolves from now on wait for publishMoved
-            n++;
-            bytes += c.blockSize;
-            if (dst.isFull()) {
-                dst = fullestOther(c, src);
-            }
-        }
-        executeMoves(src, n, bytes, t0);
-        return true;
-    }
-
-    /**
-     * The logically atomic part of an increment: the {@code n} planned moves
-     * out of {@code src} (entries already MOVING, target slots taken) are made
-     * safe by an epoch change, copied, published, and their old blocks released.
-     */
-    private void executeMoves(Page src, int n, long bytes, long t0) {
-        advanceEpoch(); // old segments dead; also releases limbo (possibly emptying src)
-        for (int k = 0; k < n; k++) {
-            int index = mvIndex[k];
-            long from = src.addressOf(mvSrcSlot[k]);
-            long to = mvDst[k].addressOf(mvDstSlot[k]);
-            long size = table.rawState(index) & HandleTable.SIZE_MASK;
-            MemorySegment.copy(RAW, from, RAW, to, size);
-            table.publishMoved(index, to, mvDst[k].id, mvDstSlot[k]);
-        }
-        for (int k = 0; k < n; k++) {
-            mvDst[k].sizeClass.refile(mvDst[k]);
-            mvDst[k] = null;
-        }
-        for (int k = 0; k < n; k++) {
-            releaseBlock(src, mvSrcSlot[k]); // the last one may free src
-        }
-        movedBytes += bytes;
-        movedBlocks += n;
-        increments++;
-        long t = System.nanoTime() - t0;
-        totalIncrementNanos += t;
-        maxIncrementNanos = Math.max(maxIncrementNanos, t);
     }
 
     /**
      * Moves the object named by {@code handle} to another block of its class
-     * (a one-object increment), then restores kappa.
+     * now, in a round of its own. Returns false for a large object (they do not move).
      */
-    public void relocate(long handle) {
-        lock.lock();
+    public boolean relocate(long handle) {
+        roundLock.lock();
         try {
             checkOpen();
-            int index = (int) handle;
-            if (index <= 0 || index >= table.capacity()) {
-                throw new StaleHandle(handle);
+            int index;
+            try {
+                index = table.liveIndex(handle);
+            } catch (StaleHandleException e) {
+                throw closed ? closedException() : e;
             }
-            long st = table.rawState(index);
-            if ((st & (HandleTable.GEN_MASK | HandleTable.LIVE)) != ((handle & HandleTable.GEN_MASK) | HandleTable.LIVE)) {
-                throw new StaleHandle(handle);
+            Page src = table.pageOf(index);
+            if (src == null) {
+                return false;
             }
+            SizeClassPages c = src.sizeClass;
             long t0 = System.nanoTime();
-            Page src = pages[table.pageIdOf(index)];
-            SizeClass c = src.sizeClass;
-            Page dst = fullestOther(c, src);
-            if (dst == null) {
-                dst = newPage(c);
+            moveCount = 0;
+            c.lock.lock();
+            try {
+                src = table.pageOf(index); // re-read under the lock
+                if (!table.markMoving(index)) {
+                    throw new StaleHandleException(handle);
+                }
+                Page dst = c.fullestOther(src);
+                if (dst == null || dst.evacuating) {
+                    dst = newPage(c);
+                }
+                addMove(index, src, table.slotOf(index), dst, dst.take(index));
+            } finally {
+                c.lock.unlock();
             }
-            mvIndex[0] = index;
-            mvSrcSlot[0] = table.slotInPageOf(index);
-            mvDst[0] = dst;
-            mvDstSlot[0] = dst.take(index);
-            table.setMoving(index);
-            executeMoves(src, 1, c.blockSize, t0);
-            markDirty(c);
-            restoreBound();
+            advanceEpoch();
+            long moved = executeMoves();
+            long t = System.nanoTime() - t0;
+            movedBytes += moved;
+            increments++;
+            totalIncrementNanos += t;
+            maxIncrementNanos = Math.max(maxIncrementNanos, t);
+            if (kappa != Integer.MAX_VALUE) {
+                roundsUntil(kappa);
+            }
+            return true;
         } finally {
-            lock.unlock();
+            roundLock.unlock();
         }
     }
 
-    /** Target: a not-full page other than src in the fullest group, then the most used. */
-    private Page fullestOther(SizeClass c, Page src) {
-        Page best = null;
-        for (int i = 0; i < c.notFullCount(); i++) {
-            Page p = c.notFullAt(i);
-            if (p != src && !p.isFull() && (best == null || p.group[0] > best.group[0]
-                    || (p.group[0] == best.group[0] && p.used > best.used))) {
-                best = p;
-            }
-        }
-        return best;
-    }
+    // ---- statistics ---------------------------------------------------------------
 
-    private void growMoves() {
-        int m = mvIndex.length * 2;
-        mvIndex = java.util.Arrays.copyOf(mvIndex, m);
-        mvSrcSlot = java.util.Arrays.copyOf(mvSrcSlot, m);
-        mvDstSlot = java.util.Arrays.copyOf(mvDstSlot, m);
-        mvDst = java.util.Arrays.copyOf(mvDst, m);
-    }
-
-    // ---- statistics --------------------------------------------------------
-
-    /**
-     * Fills a snapshot: {liveBytes, liveObjects, blockBytes, committedBytes,
-     * pages, sizeClassFragmentationBytes, movedBytes, movedBlocks, increments,
-     * epochsClosed, maxIncrementNanos, totalIncrementNanos, maxCloseNanos,
-     * limboBytes}, and the not-full page count per class into {@code notFull}.
-     */
-    public long[] snapshot(int[] notFull) {
-        lock.lock();
-        try {
-            long blockBytes = 0, pagesTotal = 0, frag = 0;
-            for (SizeClass c : sizeClasses) {
+    public CompactingHeapStats stats() {
+        checkOpen();
+        int[] notFull = new int[classes.length];
+        long blockBytes = 0, pages = 0, frag = 0;
+        for (SizeClassPages c : classes) {
+            c.lock.lock();
+            try {
                 blockBytes += c.liveBlocks * c.blockSize;
-                pagesTotal += c.pages;
+                pages += c.pageCount();
                 frag += c.fragmentationBytes();
                 notFull[c.index] = c.notFullCount();
+            } finally {
+                c.lock.unlock();
             }
-            return new long[] {liveBytes, liveObjects, blockBytes, pagesTotal * source.pageSize(), pagesTotal, frag,
-                    movedBytes, movedBlocks, increments, epochsClosed, maxIncrementNanos, totalIncrementNanos,
-                    maxCloseNanos, limboBytes};
-        } finally {
-            lock.unlock();
         }
-    }
-
-    /** Block size of class {@code cls}. */
-    public int blockSize(int cls) {
-        return classes.blockSize(cls);
-    }
-
-    /** Blocks per page in class {@code cls}. */
-    public int blocksPerPage(int cls) {
-        return sizeClasses[cls].blocksPerPage;
+        long large = largeMapped.get();
+        return new CompactingHeapStats(liveBytes.sum(), liveObjects.sum(), blockBytes + large,
+                pages * pageSize + large, pages, largeLive.get(), large, notFull, frag,
+                Math.max(0, limboBytes.get()), movedBytes, increments, epochsClosed, maxIncrementNanos,
+                totalIncrementNanos, maxCloseNanos);
     }
 
     /** Current epoch number (for tests and diagnostics). */
     public long epochNumber() {
         return epoch.number;
+    }
+
+    // ---- close ------------------------------------------------------------------------
+
+    /**
+     * Frees all memory. Every segment handed out dies; every later call throws
+     * {@link IllegalStateException}. Idempotent.
+     */
+    public void close() {
+        Compactor k = compactor;
+        if (k != null) {
+            k.stop(); // outside roundLock: the compactor may be waiting for it
+        }
+        roundLock.lock();
+        largeLock.lock();
+        for (SizeClassPages c : classes) {
+            c.lock.lock();
+        }
+        try {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            epoch.close(); // every access in progress finishes; every later one throws
+            // large objects: live, or freed and not yet released (in limbo)
+            for (int i = limboHead.getAndSet(HandleTable.NO_INDEX); i != HandleTable.NO_INDEX; i = table.link(i)) {
+                unmapIfLarge(i);
+            }
+            for (int i = 1, n = table.capacity(); i < n; i++) {
+                if (HandleTable.isLive(table.state(i))) {
+                    unmapIfLarge(i);
+                }
+            }
+            table.close();
+            for (SizeClassPages c : classes) {
+                while (c.pageCount() > 0) {
+                    Page p = c.pageAt(c.pageCount() - 1);
+                    c.removePage(p);
+                    source.freePage(p.base);
+                }
+            }
+            source.close();
+        } finally {
+            for (SizeClassPages c : classes) {
+                c.lock.unlock();
+            }
+            largeLock.unlock();
+            roundLock.unlock();
+        }
+    }
+
+    private void unmapIfLarge(int index) {
+        if (table.pageOf(index) == null && table.address(index) != 0) {
+            long mapped = (long) table.slotOf(index) << 12;
+            OsMemory.unmap(table.address(index), mapped);
+            largeMapped.addAndGet(-mapped);
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw closedException();
+        }
+    }
+
+    private static IllegalStateException closedException() {
+        return new IllegalStateException("compacting heap is closed");
     }
 }

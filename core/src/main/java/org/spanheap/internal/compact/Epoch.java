@@ -12,14 +12,14 @@ import java.lang.foreign.MemorySegment;
  * <p>Why this is safe: {@link Arena#close()} of a shared arena returns only
  * after a handshake with every thread has established that none is inside an
  * access to memory of that arena; from then on every access through one of its
- * segments throws {@link IllegalStateException}. So after {@code close()}
+ * segments throws {@link IllegalStateException}. So after {@link #close()}
  * the blocks that a segment of the old epoch could reach are no longer read
  * or written by anyone, and the heap may copy, reuse or unmap them.
  */
 final class Epoch {
 
     final long number;
-    final Arena arena;
+    private final Arena arena;
     final MemorySegment universe;
 
     Epoch(long number) {
@@ -29,7 +29,19 @@ final class Epoch {
         this.universe = MemorySegment.NULL.reinterpret(Long.MAX_VALUE, arena, null);
     }
 
-    boolean isAlive() {
-        return arena.scope().isAlive();
+    /** Closes the epoch; returns when no access through its segments is in progress. Idempotent. */
+    void close() {
+        for (;;) {
+            try {
+                arena.close(); // handshake with every thread
+                return;
+            } catch (IllegalStateException busy) {
+                if (!arena.scope().isAlive()) {
+                    return; // closed already
+                }
+                // a downcall holds a segment of this epoch (memset of a fill): it is short, retry
+                Thread.onSpinWait();
+            }
+        }
     }
 }

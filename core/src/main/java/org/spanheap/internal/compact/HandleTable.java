@@ -3,167 +3,347 @@ package org.spanheap.internal.compact;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Arrays;
+import org.spanheap.StaleHandleException;
 
 /**
  * The A2C map of Compact-fit: handle index to concrete address, with a
- * generation per entry. Descriptor of one entry: two longs in the flat
- * {@code long[]} that resolves read (four entries per cache line):
+ * generation per entry. It owns the handle format and its validation; nothing
+ * else decodes a handle.
  *
+ * <h2>Handle</h2>
  * <pre>
- *  long 2i    state    63            32 31   30    29                 0
- *                     +----------------+----+------+-------------------+
- *                     | generation     |LIVE|MOVING| size in bytes     |
- *                     +----------------+----+------+-------------------+
- *  long 2i+1  address  concrete address of the block (meaningful while LIVE)
+ *   63 62        52 51               32 31                          0
+ *  +--+------------+-------------------+------------------------------+
+ *  | 0| heap tag   | generation        | table index                  |
+ *  +--+------------+-------------------+------------------------------+
+ *       11 bits      20 bits             32 bits (at most 2^31 - 1)
  * </pre>
+ * The tag is unique among the open heaps of the process ({@link #takeTag()}),
+ * so a handle of another open heap never names an entry of this one.
+ * Generations start at 1, so every valid handle is positive and non-zero. An
+ * index whose generation reaches {@link #MAX_GENERATION} is retired, never
+ * reused: a stale handle never matches a later incarnation of its entry.
  *
- * and, touched only under the heap lock, {@code pageId[i]}, {@code slot[i]}
- * (where the block is) and {@code link[i]} (next free index).
+ * <h2>Entry</h2>
+ * Entries live in chunks of {@value #CHUNK} that never move once made, so
+ * a writer holding an index writes into the one copy every reader reads.
+ * Two longs per entry in the chunk's {@code words} (four entries per cache line):
+ * <pre>
+ *  word 2i    state    63        44 43   42     41                   0
+ *                     +------------+----+------+----------------------+
+ *                     | generation |LIVE|MOVING| size in bytes        |
+ *                     +------------+----+------+----------------------+
+ *  word 2i+1  address  concrete address of the block (meaningful while LIVE)
+ * </pre>
+ * and beside them, touched under the lock of the block's size class (or by
+ * the compaction round, which holds that lock), the {@link Page} of the block
+ * and its slot, and the link of the free and limbo lists.
  *
- * <p>A handle is {@code generation << 32 | index}; generations start at 1, so
- * no valid handle is 0 or negative, and index 0 is never used. An index whose
- * generation reaches {@link #MAX_GENERATION} is retired, never reused: a stale
- * handle can never match a later incarnation of its entry.
- *
- * <p>Concurrency: entries are written only under the heap lock; the state is
- * written with release after the address and read with acquire before it.
- * The table grows by copying; a reader may keep reading an old copy whose
- * entries no longer change. That is safe for the same reason a stale epoch
- * segment is: the reader read its epoch first, and every later change that
- * retires an address (a move, the release of a freed block) closes that epoch
- * before the old memory is reused (see {@link CompactFitHeap}).
+ * <h2>Memory orders</h2>
+ * The state is the publication point: the address (and page, slot) are
+ * written plainly before a release store or CAS of the state; resolves read
+ * the state with acquire before the address. Kills and the clearing of MOVING
+ * are CASes (volatile), because a free (any thread, no lock) and the mover
+ * (compaction round) race on the same state word; whoever loses sees the
+ * other's value and acts on it.
  */
-public final class HandleTable {
+final class HandleTable {
 
-    public static final long LIVE = 1L << 31;
-    public static final long MOVING = 1L << 30;
-    public static final long SIZE_MASK = (1L << 30) - 1;
-    public static final long GEN_MASK = 0xFFFF_FFFFL << 32;
-    public static final long MAX_GENERATION = 0x7FFF_FFFFL;
-    static final int MAX_ENTRIES = 1 << 30;
+    static final int GEN_BITS = 20;
+    static final long MAX_GENERATION = (1L << GEN_BITS) - 1;
+    static final int STATE_GEN_SHIFT = 44;
+    static final long LIVE = 1L << 43;
+    static final long MOVING = 1L << 42;
+    static final long SIZE_MASK = (1L << 42) - 1;
+    /** Largest object size the state word can hold (4 TiB - 1). */
+    static final long MAX_SIZE = SIZE_MASK;
+    private static final int TAG_SHIFT = 52;
+    private static final int TAG_COUNT = 1 << 11;
+    /** Cannot equal {@code state & ~SIZE_MASK} (its low bits are cleared): the expectation of a foreign handle. */
+    private static final long NEVER = 1;
+
+    static final int CHUNK_SHIFT = 12;
+    static final int CHUNK = 1 << CHUNK_SHIFT;
+    static final int CHUNK_MASK = CHUNK - 1;
+    /** Index 0 is never handed out; indices stay below 2^31. */
+    static final int MAX_CHUNKS = 1 << (31 - CHUNK_SHIFT);
+    static final int NO_INDEX = 0;
 
     private static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
 
-    /** The hot table; replaced (never shrunk) by {@link #grow()}, read by resolves. */
-    private volatile long[] entries = new long[0];
-    // heap lock only
-    private int[] pageId = new int[0];
-    private int[] slotInPage = new int[0];
-    private int[] link = new int[0];
-    private int capacity;
-    private int freeHead = -1;
+    /** The cold half of a chunk: where each block is, and the list links. */
+    static final class Chunk {
+        final Page[] page = new Page[CHUNK];
+        final int[] slot = new int[CHUNK];
+        final int[] link = new int[CHUNK];
+    }
+
+    private final long tag;
+    /** Hot halves, {@code words[c]} for chunk c; replaced by a longer copy when a chunk is added (volatile). */
+    private volatile long[][] words = new long[0][];
+    /** Cold halves, indexed like {@link #words}; replaced with it. */
+    private volatile Chunk[] chunks = new Chunk[0];
+
+    // ---- under this table's monitor ----
+    private int freeHead = NO_INDEX;
+    private int freeCount;
     private long retired;
 
-    /** The hot table to resolve in (volatile read). */
-    public long[] entries() {
-        return entries;
+    public HandleTable() {
+        this.tag = takeTag();
     }
 
-    public static long stateAcquire(long[] entries, int index) {
-        return (long) LONGS.getAcquire(entries, index << 1);
+    /** The heap tag in this table's handles. */
+    long tag() {
+        return tag;
     }
 
-    public static long address(long[] entries, int index) {
-        return entries[(index << 1) + 1];
+    // ---- handle decoding ---------------------------------------------------
+
+    /** The state word (without size) that a live, not moving entry for {@code handle} holds. */
+    long expectedState(long handle) {
+        return (handle >>> TAG_SHIFT) == tag ? ((handle >>> 32) & MAX_GENERATION) << STATE_GEN_SHIFT | LIVE : NEVER;
     }
 
-    // ---- heap-lock side -------------------------------------------------
+    /** The hot words of all chunks (volatile read); with {@link #slotOf} a resolve needs nothing else. */
+    long[][] words() {
+        return words;
+    }
 
-    /** Takes a free index; its state word holds the generation to use. */
-    int takeIndex() {
-        if (freeHead < 0) {
-            grow();
+    static int wordOf(int index) {
+        return (index & CHUNK_MASK) << 1;
+    }
+
+    static long stateAcquire(long[] w, int word) {
+        return (long) LONGS.getAcquire(w, word);
+    }
+
+    /**
+     * Returns the index of {@code handle} after checking that it names a live
+     * entry of this table (moving or not).
+     *
+     * @throws StaleHandleException if it does not (freed, stale, forged, another heap's)
+     */
+    int liveIndex(long handle) {
+        long expect = expectedState(handle);
+        int index = (int) handle;
+        long[][] w = words;
+        if (index > 0 && (index >>> CHUNK_SHIFT) < w.length) {
+            long st = stateAcquire(w[index >>> CHUNK_SHIFT], wordOf(index));
+            if ((st & ~(SIZE_MASK | MOVING)) == expect) {
+                return index;
+            }
         }
-        int i = freeHead;
-        freeHead = link[i];
-        return i;
+        throw new StaleHandleException(handle);
     }
 
-    private void grow() {
-        int old = capacity;
-        int cap = old == 0 ? 4096 : old * 2;
-        if (old >= MAX_ENTRIES) {
-            throw new OutOfMemoryError("handle table full: " + old + " handles");
-        }
-        long[] e = Arrays.copyOf(entries, cap * 2);
-        pageId = Arrays.copyOf(pageId, cap);
-        slotInPage = Arrays.copyOf(slotInPage, cap);
-        link = Arrays.copyOf(link, cap);
-        for (int i = cap - 1; i >= Math.max(old, 1); i--) {
-            e[i << 1] = 1L << 32; // generation 1, not live
-            link[i] = freeHead;
-            freeHead = i;
-        }
-        if (old == 0) {
-            e[0] = 0; // index 0: generation 0, never live, never handed out
-        }
-        capacity = cap;
-        entries = e; // volatile write publishes the initialised copy
+    /** The state word of a valid index (acquire). */
+    long state(int index) {
+        return stateAcquire(words[index >>> CHUNK_SHIFT], wordOf(index));
     }
 
-    void publishLive(int index, long address, long size, int page, int slot) {
-        long[] e = entries;
-        long gen = e[index << 1] & GEN_MASK;
-        e[(index << 1) + 1] = address;
-        pageId[index] = page;
-        slotInPage[index] = slot;
-        LONGS.setRelease(e, index << 1, gen | LIVE | size); // address before state
+    long address(int index) {
+        return words[index >>> CHUNK_SHIFT][wordOf(index) + 1];
+    }
+
+    static long size(long state) {
+        return state & SIZE_MASK;
+    }
+
+    static boolean isLive(long state) {
+        return (state & LIVE) != 0;
     }
 
     long handleOf(int index) {
-        return (entries[index << 1] & GEN_MASK) | index;
+        return tag << TAG_SHIFT | ((state(index) >>> STATE_GEN_SHIFT) << 32) | index;
     }
 
-    /** Kills the entry: bumps the generation, clears LIVE. Address and place stay for the deferred release. */
-    void kill(int index) {
-        long[] e = entries;
-        long gen = (e[index << 1] >>> 32) + 1;
-        LONGS.setVolatile(e, index << 1, gen << 32);
+    Page pageOf(int index) {
+        return chunks[index >>> CHUNK_SHIFT].page[index & CHUNK_MASK];
     }
 
-    /** Returns a killed index to the free list (after the epoch that could still see it is closed). */
-    void recycle(int index) {
-        long[] e = entries;
-        if ((e[index << 1] >>> 32) >= MAX_GENERATION) {
-            retired++;
-            return;
+    int slotOf(int index) {
+        return chunks[index >>> CHUNK_SHIFT].slot[index & CHUNK_MASK];
+    }
+
+    // ---- life cycle of an entry -----------------------------------------------
+
+    /**
+     * Publishes a new live object at {@code index} (taken from {@link #takeIndices}):
+     * address and place first, then the state with release.
+     */
+    void publishLive(int index, long address, long size, Page page, int slot) {
+        long[] w = words[index >>> CHUNK_SHIFT];
+        Chunk c = chunks[index >>> CHUNK_SHIFT];
+        int o = wordOf(index);
+        long gen = w[o] & ~(LIVE | MOVING | SIZE_MASK); // the index is ours: no one else writes it now
+        w[o + 1] = address;
+        c.page[index & CHUNK_MASK] = page;
+        c.slot[index & CHUNK_MASK] = slot;
+        LONGS.setRelease(w, o, gen | LIVE | size);     // address, page and slot before the state
+    }
+
+    /**
+     * Kills the entry of {@code handle}: bumps the generation and clears LIVE
+     * (and MOVING) in one CAS, so that every later resolve throws. Address,
+     * page and slot stay for the deferred release. Returns the state before
+     * the kill (its size bits are the object's size).
+     *
+     * @throws StaleHandleException if the handle names no live entry (double free included)
+     */
+    long kill(long handle) {
+        int index = liveIndex(handle);
+        long[] w = words[index >>> CHUNK_SHIFT];
+        int o = wordOf(index);
+        long expect = expectedState(handle);
+        for (;;) {
+            long st = stateAcquire(w, o);
+            if ((st & ~(SIZE_MASK | MOVING)) != expect) {
+                throw new StaleHandleException(handle); // another free won the race
+            }
+            long dead = ((st >>> STATE_GEN_SHIFT) + 1) << STATE_GEN_SHIFT;
+            // volatile CAS: orders the kill before the limbo push that follows, and against the
+            // mover's CAS that clears MOVING (one of the two fails and sees the other)
+            if (LONGS.compareAndSet(w, o, st, dead)) {
+                return st;
+            }
         }
-        e[(index << 1) + 1] = 0;
-        link[index] = freeHead;
-        freeHead = index;
     }
 
-    int pageIdOf(int index) {
-        return pageId[index];
+    /** Marks a live entry MOVING (CAS: a concurrent free may have killed it; then returns false). */
+    boolean markMoving(int index) {
+        long[] w = words[index >>> CHUNK_SHIFT];
+        int o = wordOf(index);
+        long st = stateAcquire(w, o);
+        return (st & (LIVE | MOVING)) == LIVE && LONGS.compareAndSet(w, o, st, st | MOVING);
     }
 
-    int slotInPageOf(int index) {
-        return slotInPage[index];
+    /**
+     * Publishes the new place of a moved block and clears MOVING: address,
+     * page and slot first, then a CAS of the state. Returns false (and changes
+     * nothing that a reader uses) if the object was freed while it moved.
+     */
+    boolean publishMoved(int index, long address, Page page, int slot) {
+        long[] w = words[index >>> CHUNK_SHIFT];
+        int o = wordOf(index);
+        long st = stateAcquire(w, o);
+        if ((st & (LIVE | MOVING)) != (LIVE | MOVING)) {
+            return false; // killed while moving: the free's limbo entry releases the old block
+        }
+        w[o + 1] = address; // read only together with a LIVE state without MOVING, i.e. after the CAS
+        if (!LONGS.compareAndSet(w, o, st, st & ~MOVING)) {
+            return false; // killed between the load and the CAS: the address is never read
+        }
+        Chunk c = chunks[index >>> CHUNK_SHIFT];
+        c.page[index & CHUNK_MASK] = page;
+        c.slot[index & CHUNK_MASK] = slot;
+        return true;
     }
 
-    long rawState(int index) {
-        return entries[index << 1];
+    // ---- index lists -------------------------------------------------------------
+
+    /** Link of an index in whatever list holds it (free list, limbo, a size class's cache). */
+    int link(int index) {
+        return chunks[index >>> CHUNK_SHIFT].link[index & CHUNK_MASK];
     }
 
-    void setMoving(int index) {
-        long[] e = entries;
-        LONGS.setVolatile(e, index << 1, e[index << 1] | MOVING);
+    void setLink(int index, int next) {
+        chunks[index >>> CHUNK_SHIFT].link[index & CHUNK_MASK] = next;
     }
 
-    /** Publishes the new place of a moved block and clears MOVING (address before state). */
-    void publishMoved(int index, long address, int page, int slot) {
-        long[] e = entries;
-        e[(index << 1) + 1] = address;
-        pageId[index] = page;
-        slotInPage[index] = slot;
-        LONGS.setRelease(e, index << 1, e[index << 1] & ~MOVING);
+    /**
+     * Takes up to {@code n} free indices as a linked list (through {@link #link})
+     * and returns its head. Grows the table if needed.
+     *
+     * @throws OutOfMemoryError if the table cannot grow
+     */
+    synchronized int takeIndices(int n) {
+        if (freeCount < n) {
+            addChunk();
+        }
+        int head = freeHead, last = head;
+        for (int k = 1; k < n; k++) {
+            last = link(last);
+        }
+        freeHead = link(last);
+        setLink(last, NO_INDEX);
+        freeCount -= n;
+        return head;
     }
 
+    /** Returns a list of killed indices whose blocks were released; retires those whose generation ran out. */
+    synchronized void giveIndices(int head) {
+        for (int i = head; i != NO_INDEX;) {
+            int next = link(i);
+            if ((state(i) >>> STATE_GEN_SHIFT) >= MAX_GENERATION) {
+                retired++;
+            } else {
+                setLink(i, freeHead);
+                freeHead = i;
+                freeCount++;
+            }
+            i = next;
+        }
+    }
+
+    private void addChunk() {
+        int n = words.length;
+        if (n == MAX_CHUNKS) {
+            throw new OutOfMemoryError("handle table full: " + ((long) n << CHUNK_SHIFT) + " handles");
+        }
+        long[] w = new long[CHUNK * 2];
+        Chunk c = new Chunk();
+        for (int i = CHUNK - 1; i >= 0; i--) {
+            w[i << 1] = 1L << STATE_GEN_SHIFT; // generation 1, not live
+        }
+        Chunk[] cs = Arrays.copyOf(chunks, n + 1);
+        long[][] ws = Arrays.copyOf(words, n + 1);
+        cs[n] = c;
+        ws[n] = w;
+        chunks = cs; // volatile: a chunk is complete before anyone can hold one of its indices
+        words = ws;  // volatile: publishes the initialised words to resolves
+        for (int i = CHUNK - 1; i >= (n == 0 ? 1 : 0); i--) {
+            int index = (n << CHUNK_SHIFT) | i;
+            c.link[i] = freeHead;
+            freeHead = index;
+            freeCount++;
+        }
+    }
+
+    /** Number of entries (for iteration at close and for tests). */
     int capacity() {
-        return capacity;
+        return words.length << CHUNK_SHIFT;
     }
 
-    long retired() {
+    synchronized long retired() {
         return retired;
+    }
+
+    /** Makes every later lookup fail (the heap is closed); frees the tag for another heap. */
+    void close() {
+        words = new long[0][];
+        releaseTag(tag);
+    }
+
+    // ---- heap tags ------------------------------------------------------------------
+
+    private static final boolean[] TAGS_IN_USE = new boolean[TAG_COUNT];
+    private static int nextTag = 1;
+
+    /** A tag no open heap holds, round robin so that a closed heap's tag comes back as late as possible. */
+    private static synchronized long takeTag() {
+        for (int k = 0; k < TAG_COUNT; k++) {
+            int t = nextTag;
+            nextTag = nextTag == TAG_COUNT - 1 ? 1 : nextTag + 1;
+            if (!TAGS_IN_USE[t]) {
+                TAGS_IN_USE[t] = true;
+                return t;
+            }
+        }
+        throw new IllegalStateException("too many open compacting heaps: " + (TAG_COUNT - 1));
+    }
+
+    private static synchronized void releaseTag(long t) {
+        TAGS_IN_USE[(int) t] = false;
     }
 }

@@ -1,48 +1,20 @@
 package org.spanheap.internal.compact;
 
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * A {@link PageSource} that maps every page with its own anonymous
- * {@code mmap} and unmaps it on {@link #freePage}, so the memory of a page
- * emptied by compaction goes back to the OS at once. It needs nothing but
- * libc; it is the source used until the span heap is wired in, and by tests.
+ * Pages mapped one by one: every page is its own anonymous {@code mmap},
+ * unmapped by {@link #freePage}. Needs nothing but libc.
  *
- * @implNote one {@code mmap}/{@code munmap} system call per page (a few
- * microseconds); pages are at least 64 KiB, so that is small against the
- * cost of filling a page.
+ * @implNote one system call per page taken or given back (a few
+ * microseconds), small against the cost of filling a page of 64 KiB.
  */
-public final class MappedPageSource implements PageSource {
-
-    private static final int PROT_READ_WRITE = 0x1 | 0x2;
-    private static final int MAP_PRIVATE_ANONYMOUS = 0x02 | 0x20;
-
-    private static final MethodHandle MMAP;
-    private static final MethodHandle MUNMAP;
-
-    static {
-        Linker linker = Linker.nativeLinker();
-        var libc = linker.defaultLookup();
-        MMAP = linker.downcallHandle(libc.find("mmap").orElseThrow(),
-                FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
-                        ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
-        MUNMAP = linker.downcallHandle(libc.find("munmap").orElseThrow(),
-                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
-    }
+final class MappedPageSource implements PageSource {
 
     private final long pageSize;
     private final AtomicLong committed = new AtomicLong();
 
-    /** @param pageSize bytes per page, a power of two of at least 4096 */
-    public MappedPageSource(long pageSize) {
-        if (pageSize < 4096 || Long.bitCount(pageSize) != 1) {
-            throw new IllegalArgumentException("page size must be a power of two >= 4096: " + pageSize);
-        }
+    MappedPageSource(long pageSize) {
         this.pageSize = pageSize;
     }
 
@@ -52,32 +24,15 @@ public final class MappedPageSource implements PageSource {
     }
 
     @Override
-    public MemorySegment allocatePage() {
-        MemorySegment p;
-        try {
-            p = (MemorySegment) MMAP.invokeExact(MemorySegment.NULL, pageSize, PROT_READ_WRITE,
-                    MAP_PRIVATE_ANONYMOUS, -1, 0L);
-        } catch (Throwable t) {
-            throw new AssertionError(t);
-        }
-        if (p.address() == -1L || p.address() == 0L) {
-            throw new OutOfMemoryError("mmap of a " + pageSize + "-byte page failed");
-        }
+    public long allocatePage() {
+        long p = OsMemory.map(pageSize);
         committed.addAndGet(pageSize);
-        return p.reinterpret(pageSize);
+        return p;
     }
 
     @Override
-    public void freePage(MemorySegment page) {
-        int rc;
-        try {
-            rc = (int) MUNMAP.invokeExact(page, pageSize);
-        } catch (Throwable t) {
-            throw new AssertionError(t);
-        }
-        if (rc != 0) {
-            throw new IllegalStateException("munmap failed for page 0x" + Long.toHexString(page.address()));
-        }
+    public void freePage(long page) {
+        OsMemory.unmap(page, pageSize);
         committed.addAndGet(-pageSize);
     }
 

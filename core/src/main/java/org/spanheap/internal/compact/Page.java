@@ -1,11 +1,9 @@
 package org.spanheap.internal.compact;
 
-import java.lang.foreign.MemorySegment;
-
 /**
- * A page of one size class: {@code blockCount} blocks of {@code blockSize}
+ * A page of one size class: {@code blocksPerPage} blocks of {@code blockSize}
  * bytes from {@code base}. Java-side bookkeeping only (the page's memory is
- * all user data); touched only under the heap lock.
+ * all user data); touched only under its size class's lock.
  *
  * <p>{@code owner[slot]} is the handle index whose block sits in that slot,
  * or -1: Compact-fit stores the abstract address in the object so that a
@@ -14,23 +12,21 @@ import java.lang.foreign.MemorySegment;
  */
 final class Page {
 
-    final int id;
-    final MemorySegment memory;
     final long base;
-    final SizeClass sizeClass;
+    final SizeClassPages sizeClass;
     final int[] owner;
     private final int[] freeSlots;
     private int freeTop;
     int used;
-    /** Counter of pages in this page's group (shared by the group's pages). */
-    int[] group;
     /** Position in the class's not-full list, or -1. */
     int notFullPos = -1;
+    /** Position in the class's list of all pages. */
+    int pagePos = -1;
+    /** Set while a compaction round moves blocks out of this page: allocation avoids it. */
+    boolean evacuating;
 
-    Page(int id, MemorySegment memory, SizeClass sizeClass) {
-        this.id = id;
-        this.memory = memory;
-        this.base = memory.address();
+    Page(long base, SizeClassPages sizeClass) {
+        this.base = base;
         this.sizeClass = sizeClass;
         int n = sizeClass.blocksPerPage;
         this.owner = new int[n];
@@ -64,7 +60,7 @@ final class Page {
 
     void release(int slot) {
         if (owner[slot] < 0) {
-            throw new AssertionError("slot " + slot + " of page " + id + " already free");
+            throw new AssertionError("slot " + slot + " of page 0x" + Long.toHexString(base) + " already free");
         }
         owner[slot] = -1;
         freeSlots[freeTop++] = slot;

@@ -1,41 +1,31 @@
 package org.spanheap.internal.compact;
 
-import java.lang.foreign.MemorySegment;
-
 /**
- * Where a {@code CompactingHeap} gets its pages from: fixed-size, 16-byte
- * aligned blocks of native memory that it cuts into blocks of one size class.
+ * Where a compacting heap gets its pages from: fixed-size, 4096-byte aligned
+ * blocks of native memory that it cuts into blocks of one size class.
  *
  * <p>A page given back with {@link #freePage} is no longer read or written by
- * the compacting heap; the source may return its memory to the OS at once.
- * Implementations must be thread-safe, but the compacting heap calls them only
- * while holding its own lock.
+ * the compacting heap, and its memory leaves the process's resident set at
+ * once. Implementations are thread-safe: size classes take and give back
+ * pages under their own locks, concurrently.
  */
-public interface PageSource extends AutoCloseable {
+interface PageSource extends AutoCloseable {
 
     /** Bytes per page; a power of two, at least 4096. */
     long pageSize();
 
     /**
-     * Returns a new page of {@link #pageSize()} bytes (contents unspecified).
+     * Returns the address of a new page of {@link #pageSize()} bytes (contents unspecified).
      *
      * @throws OutOfMemoryError if no page can be had
+     * @throws IllegalStateException if the source can no longer give pages (its span heap was closed)
      */
-    MemorySegment allocatePage();
+    long allocatePage();
 
     /** Gives back a page from {@link #allocatePage()}. */
-    void freePage(MemorySegment page);
+    void freePage(long page);
 
-    /**
-     * Bytes of the unit in which the source returns memory to the OS: pages in
-     * one aligned group of this size go back together (a real span of the span
-     * heap), so compaction empties whole groups first. Defaults to the page size.
-     */
-    default long groupSize() {
-        return pageSize();
-    }
-
-    /** Bytes of pages currently handed out (committed on behalf of the heap). */
+    /** Bytes of pages currently handed out. */
     long committedBytes();
 
     /** Releases whatever the source itself holds; pages still out are lost. */

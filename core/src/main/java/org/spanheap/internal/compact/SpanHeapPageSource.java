@@ -1,41 +1,39 @@
 package org.spanheap.internal.compact;
 
-import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicLong;
-import org.spanheap.SpanHeap;
+import org.spanheap.internal.SpanHeapImpl;
 
 /**
- * Pages from a {@link SpanHeap}: a page is one block of the span heap's
- * size class for {@code pageSize} (64 KiB pages live 15 to a 1 MiB real span).
- * A page given back is freed to the span heap; when every page of a real span
- * is free the span goes back to the span pool and is madvised, so memory of
- * pages emptied by compaction returns to the OS through the span machinery.
- * Pages of more than 1 MiB are mapped directly by the native core and
- * unmapped on free.
+ * Pages from a span heap: a page is one block of the span heap's size class
+ * for {@code pageSize} (64 KiB pages live 15 to a 1 MiB real span), aligned to
+ * 4096. A page given back is first released to the OS with
+ * {@code madvise(MADV_DONTNEED)}, then freed to the span heap: the real span
+ * around it may stay in use by other pages, but the emptied page's memory
+ * leaves the process now.
  *
- * @implNote Pages come from {@link SpanHeap#allocateUninitialized(long, long)}
- * aligned to 4096 (so a page never straddles more OS pages than it must); the
- * compacting heap calls this source under its own lock.
+ * <p>The source holds a reference on the span heap, as its arenas do: a user
+ * who closes the span heap given to the builder before the compacting heap
+ * makes later page requests fail with {@link IllegalStateException}, while the
+ * native memory of the pages already out stays mapped until this source
+ * closes.
  */
-public final class SpanHeapPageSource implements PageSource {
+final class SpanHeapPageSource implements PageSource {
 
-    private final SpanHeap heap;
+    private final SpanHeapImpl heap;
     private final long pageSize;
-    private final boolean ownsHeap;
+    private final AutoCloseable owned;
     private final AtomicLong committed = new AtomicLong();
 
     /**
-     * @param heap the span heap to take pages from
-     * @param pageSize bytes per page, a power of two of at least 4096
-     * @param ownsHeap whether {@link #close()} closes {@code heap}
+     * @param heap the span heap to take pages from (a reference is taken on it)
+     * @param owned what {@link #close()} closes besides (the span heap if the source made it), or null
+     * @throws IllegalStateException if {@code heap} is closed
      */
-    public SpanHeapPageSource(SpanHeap heap, long pageSize, boolean ownsHeap) {
-        if (pageSize < 4096 || Long.bitCount(pageSize) != 1) {
-            throw new IllegalArgumentException("page size must be a power of two >= 4096: " + pageSize);
-        }
+    SpanHeapPageSource(SpanHeapImpl heap, long pageSize, AutoCloseable owned) {
+        heap.acquireRef();
         this.heap = heap;
         this.pageSize = pageSize;
-        this.ownsHeap = ownsHeap;
+        this.owned = owned;
     }
 
     @Override
@@ -43,37 +41,27 @@ public final class SpanHeapPageSource implements PageSource {
         return pageSize;
     }
 
-    /**
-     * The real-span size that holds blocks of {@code pageSize} in the native
-     * core: the smallest of 16/64/256 KiB, 1/2 MiB with room for 8 blocks after
-     * the span header (mirrors native/src/size_class.c); above 1 MiB pages are
-     * mapped one by one. Used only to steer compaction, never for safety.
-     */
     @Override
-    public long groupSize() {
-        if (pageSize > (1L << 20)) {
-            return pageSize;
+    public long allocatePage() {
+        long p;
+        try {
+            p = heap.allocateAddress(pageSize, OsMemory.OS_PAGE);
+        } catch (IllegalStateException e) {
+            throw new IllegalStateException("the span heap this compacting heap takes its pages from is closed", e);
         }
-        long header = Math.min(4096, pageSize);
-        for (long real : new long[] {16 << 10, 64 << 10, 256 << 10, 1 << 20}) {
-            if ((real - header) / pageSize >= 8) {
-                return real;
-            }
-        }
-        return 2L << 20;
-    }
-
-    @Override
-    public MemorySegment allocatePage() {
-        MemorySegment p = heap.allocateUninitialized(pageSize, 4096);
         committed.addAndGet(pageSize);
         return p;
     }
 
     @Override
-    public void freePage(MemorySegment page) {
-        heap.free(page);
+    public void freePage(long page) {
+        OsMemory.release(page, pageSize);
         committed.addAndGet(-pageSize);
+        try {
+            heap.freeAddress(page);
+        } catch (IllegalStateException closed) {
+            // the user closed the span heap: its memory goes when our reference is dropped
+        }
     }
 
     @Override
@@ -83,8 +71,13 @@ public final class SpanHeapPageSource implements PageSource {
 
     @Override
     public void close() {
-        if (ownsHeap) {
-            heap.close();
+        if (owned != null) {
+            try {
+                owned.close();
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
         }
+        heap.releaseRef();
     }
 }

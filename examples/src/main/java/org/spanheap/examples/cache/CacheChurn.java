@@ -52,15 +52,15 @@ public final class CacheChurn {
         /** Shards of the cache index. */
         public int shards = 64;
         /** Which stores to run, in order (see {@link #USAGE}). */
-        public List<String> stores = List.of("compacting", "no-compaction", "compacting-span", "malloc");
+        public List<String> stores = List.of("compacting", "no-compaction", "compacting-mmap", "malloc");
         /** Random seed. */
         public long seed = 42;
-        /** kappa of the compacting store. */
-        public int kappa = 4;
-        /** iota (compaction increment) of the compacting stores, KiB. */
+        /** kappa of the compacting store (the library's default). */
+        public int kappa = 2;
+        /** iota (compaction increment) of the compacting stores, KiB (the library's default). */
         public int iotaKib = 256;
-        /** Reclaim batch of the compacting stores, KiB. */
-        public int reclaimKib = 4096;
+        /** Reclaim batch of the compacting stores, KiB (the library's default). */
+        public int reclaimKib = 1024;
         /** Milliseconds between full compactions ({@code compact()}) of the compacting store; 0: none. */
         public int compactMs = 1000;
         /** Seconds of an unreported warm-up run (JIT) before the first store. */
@@ -77,23 +77,24 @@ public final class CacheChurn {
                   -keys N           distinct keys (default 400000)
                   -zipf X           Zipf exponent of key popularity (default 0.9)
                   -min-value B      smallest value in bytes (default 64)
-                  -max-value B      largest value in bytes (default 8192, at most 65000)
+                  -max-value B      largest value in bytes (default 8192)
                   -phase-seconds S  seconds per size phase, small then large (default 3)
                   -write-percent P  share of operations that overwrite a key (default 10)
                   -stores LIST      comma-separated, run in this order (default
-                                    compacting,no-compaction,compacting-span,malloc):
-                                    compacting       CompactingHeap, kappa as below, plus compact() every
-                                                     -compact-ms; each 64 KiB page its own mmap
+                                    compacting,no-compaction,compacting-mmap,malloc):
+                                    compacting       CompactingHeap with its default page source (a span
+                                                     heap of its own), kappa as below, plus compact() every
+                                                     -compact-ms
                                     no-compaction    the same with kappa infinite and no compact()
-                                    compacting-span, no-compaction-span: pages from a SpanHeap instead
+                                    compacting-mmap, no-compaction-mmap: each 64 KiB page its own mmap
                                     malloc           malloc/free per entry
                   -seed N           random seed (default 42)
                   -compact-ms M     a background thread calls compact() on the compacting store every M ms
                                     (default 1000; 0: only the automatic compaction of kappa)
                   -warmup-seconds S unreported warm-up before the first store (default 1.5)
-                  -kappa K          not-full pages per size class of the compacting store (default 4)
+                  -kappa K          not-full pages per size class of the compacting store (default 2)
                   -iota-kib I       compaction increment in KiB (default 256)
-                  -reclaim-kib R    freed KiB collected before an epoch change reclaims them (default 4096)
+                  -reclaim-kib R    freed KiB collected before a round reclaims them (default 1024)
                   -quiet            no progress lines
                 """;
 
@@ -135,7 +136,7 @@ public final class CacheChurn {
                     default -> throw new IllegalArgumentException("unknown flag " + args[i - 1]);
                 }
             }
-            if (o.threads < 1 || o.keys < 1 || o.minValue < 16 || o.maxValue < o.minValue || o.maxValue > 65000
+            if (o.threads < 1 || o.keys < 1 || o.minValue < 16 || o.maxValue < o.minValue || o.maxValue > (1 << 30)
                     || o.seconds <= 0 || o.phaseSeconds <= 0 || o.writePercent < 0 || o.writePercent > 100) {
                 throw new IllegalArgumentException("bad settings; " + USAGE);
             }
@@ -211,10 +212,10 @@ public final class CacheChurn {
         long iota = o.iotaKib * 1024L;
         long batch = o.reclaimKib * 1024L;
         return switch (name) {
-            case "compacting" -> CompactingEntryStore.create(o.kappa, iota, batch, true);
-            case "no-compaction" -> CompactingEntryStore.create(CompactingHeap.KAPPA_INFINITE, iota, batch, true);
-            case "compacting-span" -> CompactingEntryStore.create(o.kappa, iota, batch, false);
-            case "no-compaction-span" -> CompactingEntryStore.create(CompactingHeap.KAPPA_INFINITE, iota, batch, false);
+            case "compacting" -> CompactingEntryStore.create(o.kappa, iota, batch, false);
+            case "no-compaction" -> CompactingEntryStore.create(CompactingHeap.KAPPA_INFINITE, iota, batch, false);
+            case "compacting-mmap" -> CompactingEntryStore.create(o.kappa, iota, batch, true);
+            case "no-compaction-mmap" -> CompactingEntryStore.create(CompactingHeap.KAPPA_INFINITE, iota, batch, true);
             case "malloc" -> new MallocEntryStore();
             default -> throw new IllegalArgumentException("unknown store " + name);
         };

@@ -2,15 +2,14 @@ package org.spanheap.examples.cache;
 
 import org.spanheap.CompactingHeap;
 import org.spanheap.CompactingHeapStats;
-import org.spanheap.SpanHeap;
 
 import java.lang.foreign.MemorySegment;
 
 /**
  * Entries in a {@link CompactingHeap}: the reference is the object's handle, so the heap
- * may move entries to compact its pages while the cache runs. The pages come from a
- * {@link SpanHeap} of the store's own (whose statistics give the resident bytes), or are
- * mapped one by one and unmapped as soon as compaction or frees empty them.
+ * may move entries to compact its pages while the cache runs. The pages come from the
+ * heap's default page source (a span heap of its own; an emptied page's memory is given
+ * back to the OS at once), or are mapped one by one and unmapped when they empty.
  *
  * <p>Every access goes through {@link CompactingHeap#read} or {@link CompactingHeap#write},
  * which rerun the function if a compaction moved the entry meanwhile; the functions here
@@ -18,12 +17,10 @@ import java.lang.foreign.MemorySegment;
  */
 public final class CompactingEntryStore implements EntryStore {
 
-    private final SpanHeap pages;
     private final CompactingHeap heap;
     private final String name;
 
-    private CompactingEntryStore(SpanHeap pages, CompactingHeap heap, String name) {
-        this.pages = pages;
+    private CompactingEntryStore(CompactingHeap heap, String name) {
         this.heap = heap;
         this.name = name;
     }
@@ -40,9 +37,9 @@ public final class CompactingEntryStore implements EntryStore {
 
     /**
      * {@return a store with the given compaction settings} See
-     * {@link CompactingHeap.Builder}: each compaction increment (at most {@code iota} bytes)
-     * and each reclaim of {@code reclaimBatchBytes} freed bytes costs one epoch change, a
-     * handshake with all threads; larger values mean fewer handshakes.
+     * {@link CompactingHeap.Builder}: the heap's background thread reclaims freed entries
+     * in rounds of an epoch change each (a handshake with all threads) when
+     * {@code reclaimBatchBytes} are waiting, and moves at most {@code iota} bytes per round.
      *
      * @param kappa             the partial compaction bound
      * @param iota              the compaction increment in bytes
@@ -59,23 +56,15 @@ public final class CompactingEntryStore implements EntryStore {
      * @param iota              the compaction increment in bytes
      * @param reclaimBatchBytes freed bytes collected before they are reclaimed
      * @param mappedPages       whether every page is its own {@code mmap} (unmapped as soon as
-     *                          compaction empties it) instead of a block of a span heap
+     *                          it empties) instead of the default page source
      */
     public static CompactingEntryStore create(int kappa, long iota, long reclaimBatchBytes, boolean mappedPages) {
-        SpanHeap pages = mappedPages ? null : SpanHeap.create();
-        try {
-            CompactingHeap.Builder b = CompactingHeap.builder().kappa(kappa).iota(iota)
-                    .reclaimBatchBytes(reclaimBatchBytes);
-            CompactingHeap heap = (mappedPages ? b.mappedPages() : b.spanHeap(pages)).build();
-            String name = (kappa == CompactingHeap.KAPPA_INFINITE ? "no compaction" : "compacting k=" + kappa)
-                    + (mappedPages ? ", mmap pages" : ", span-heap pages");
-            return new CompactingEntryStore(pages, heap, name);
-        } catch (RuntimeException | Error e) {
-            if (pages != null) {
-                pages.close();
-            }
-            throw e;
-        }
+        CompactingHeap.Builder b = CompactingHeap.builder().kappa(kappa).iota(iota)
+                .reclaimBatchBytes(reclaimBatchBytes);
+        CompactingHeap heap = (mappedPages ? b.mappedPages() : b).build();
+        String name = (kappa == CompactingHeap.KAPPA_INFINITE ? "no compaction" : "compacting k=" + kappa)
+                + (mappedPages ? ", mmap pages" : ", default pages");
+        return new CompactingEntryStore(heap, name);
     }
 
     /** {@return the compacting heap (for its statistics, or an explicit {@code compact()})} */
@@ -95,14 +84,9 @@ public final class CompactingEntryStore implements EntryStore {
 
     @Override
     public long store(byte[] key, MemorySegment value) {
-        long h = heap.allocate(EntryStore.entryBytes(key.length, value.byteSize()));
-        try {
-            heap.write(h, entry -> EntryStore.writeEntry(entry, key, value));
-        } catch (RuntimeException | Error e) {
-            heap.free(h);
-            throw e;
-        }
-        return h;
+        // written once before it is published: no zeroing, no second pass
+        return heap.allocate(EntryStore.entryBytes(key.length, value.byteSize()),
+                entry -> EntryStore.writeEntry(entry, key, value));
     }
 
     @Override
@@ -128,19 +112,13 @@ public final class CompactingEntryStore implements EntryStore {
     @Override
     public Memory memory() {
         CompactingHeapStats s = heap.stats();
-        // with mmap pages, every committed page is touched: resident = committed
-        long resident = pages == null ? s.committedBytes() : pages.stats().residentBytes();
-        return new Memory(s.committedBytes(), resident, s.movedBytes());
+        // every page the heap holds has been written, and an emptied page's memory is
+        // released when the heap gives it back (munmap, or madvise for span-heap pages)
+        return new Memory(s.committedBytes(), s.committedBytes(), s.movedBytes());
     }
 
     @Override
     public void close() {
-        try {
-            heap.close();
-        } finally {
-            if (pages != null) {
-                pages.close();
-            }
-        }
+        heap.close();
     }
 }

@@ -36,7 +36,7 @@ class OffHeapCacheTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"compacting", "no-compaction", "compacting-span", "malloc"})
+    @ValueSource(strings = {"compacting", "no-compaction", "compacting-mmap", "malloc"})
     void putGetReplaceRemove(String store) {
         try (OffHeapCache cache = new OffHeapCache(CacheChurn.newStore(store), 1 << 20, 4)) {
             assertNull(cache.get(bytes("a")));
@@ -59,7 +59,7 @@ class OffHeapCacheTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"compacting", "no-compaction", "compacting-span", "malloc"})
+    @ValueSource(strings = {"compacting", "no-compaction", "compacting-mmap", "malloc"})
     void staysWithinItsBoundAndEvictsUnreadEntriesFirst(String store) {
         long bound = 256 * 1024;
         try (OffHeapCache cache = new OffHeapCache(CacheChurn.newStore(store), bound, 1)) {
@@ -172,6 +172,7 @@ class OffHeapCacheTest {
             assertTrue(r.liveBytes() <= 8 << 20);
         }
         String table = out.toString(StandardCharsets.UTF_8);
-        assertTrue(table.contains("compacting k=4, mmap pages") && table.contains("malloc per entry"), table);
+        assertTrue(table.contains("compacting k=2, default pages") && table.contains("compacting k=2, mmap pages")
+                && table.contains("malloc per entry"), table);
     }
 }

@@ -1,0 +1,95 @@
+package org.spanheap.internal.compact;
+
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+
+/**
+ * The three memory calls of the OS the compacting heap makes itself, through
+ * libc: {@code mmap} and {@code munmap} for pages and large objects mapped one
+ * by one, and {@code madvise(MADV_DONTNEED)} to give the memory of an emptied
+ * page back while its address range stays with the span heap.
+ *
+ * @implNote Each is a system call of a few microseconds (plus page faults
+ * on first touch of the memory it maps or releases); callers use them per page
+ * or per large object, never per small object.
+ */
+final class OsMemory {
+
+    static final long OS_PAGE = 4096;
+    private static final int PROT_READ_WRITE = 0x1 | 0x2;
+    private static final int MAP_PRIVATE_ANONYMOUS = 0x02 | 0x20;
+    private static final int MADV_DONTNEED = 4;
+
+    private static final MethodHandle MMAP;
+    private static final MethodHandle MUNMAP;
+    private static final MethodHandle MADVISE;
+
+    static {
+        Linker linker = Linker.nativeLinker();
+        var libc = linker.defaultLookup();
+        MMAP = linker.downcallHandle(libc.find("mmap").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                        ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
+        MUNMAP = linker.downcallHandle(libc.find("munmap").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
+        MADVISE = linker.downcallHandle(libc.find("madvise").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                        ValueLayout.JAVA_INT));
+    }
+
+    private OsMemory() {
+    }
+
+    /** Bytes a mapping of {@code size} bytes takes: whole OS pages. */
+    static long mappedSize(long size) {
+        return (Math.max(size, 1) + OS_PAGE - 1) & -OS_PAGE;
+    }
+
+    /**
+     * Maps {@code mappedSize(size)} zeroed bytes and returns their address.
+     *
+     * @throws OutOfMemoryError if the OS refuses
+     */
+    static long map(long size) {
+        long bytes = mappedSize(size);
+        long p;
+        try {
+            p = (long) MMAP.invokeExact(0L, bytes, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS, -1, 0L);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+        if (p == -1L || p == 0L) {
+            throw new OutOfMemoryError("mmap of " + bytes + " bytes failed");
+        }
+        return p;
+    }
+
+    /** Unmaps what {@link #map} returned for {@code size}. */
+    static void unmap(long address, long size) {
+        int rc;
+        try {
+            rc = (int) MUNMAP.invokeExact(address, mappedSize(size));
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+        if (rc != 0) {
+            throw new IllegalStateException("munmap failed at 0x" + Long.toHexString(address));
+        }
+    }
+
+    /** Lets the OS take back the memory of {@code [address, address + bytes)}; it reads as zero afterwards. */
+    static void release(long address, long bytes) {
+        try {
+            int rc = (int) MADVISE.invokeExact(address, bytes, MADV_DONTNEED);
+            assert rc == 0 : "madvise failed at 0x" + Long.toHexString(address);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /** A segment over the whole address space with no scope of its own, for copies between known blocks. */
+    static final MemorySegment RAW = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+}

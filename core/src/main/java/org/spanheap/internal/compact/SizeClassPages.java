@@ -1,0 +1,154 @@
+package org.spanheap.internal.compact;
+
+import java.util.Arrays;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The pages of one Compact-fit size class, with the lock that guards them:
+ * the list of all pages, the list of not-full pages (the quantity that the
+ * partial compaction bound kappa limits), the class's cache of free handle
+ * indices, and counters. Everything here is touched only under {@link #lock}
+ * (Compact-fit's size-class lock level): allocations in different classes
+ * never wait for each other.
+ */
+final class SizeClassPages {
+
+    /** Indices taken from the handle table at once, so the table's own lock is rare. */
+    static final int INDEX_BATCH = 64;
+    /** Above this many cached indices, half go back to the table. */
+    static final int INDEX_CACHE_MAX = 1024;
+
+    final int index;
+    final int blockSize;
+    final int blocksPerPage;
+    final ReentrantLock lock = new ReentrantLock();
+
+    private Page[] notFull = new Page[8];
+    private int notFullCount;
+    private Page[] all = new Page[8];
+    private int pageCount;
+    long liveBlocks;
+    /** Free handle indices of this class (linked through the table), and their count. */
+    int indexHead = HandleTable.NO_INDEX;
+    int indexCount;
+    /** Set by a round when slots were released, so the next round checks this class's bound. */
+    boolean dirty;
+
+    SizeClassPages(int index, int blockSize, long pageSize) {
+        this.index = index;
+        this.blockSize = blockSize;
+        this.blocksPerPage = (int) (pageSize / blockSize);
+    }
+
+    int pageCount() {
+        return pageCount;
+    }
+
+    Page pageAt(int i) {
+        return all[i];
+    }
+
+    int notFullCount() {
+        return notFullCount;
+    }
+
+    Page notFullAt(int i) {
+        return notFull[i];
+    }
+
+    /**
+     * The page to allocate in: the most recently filed not-full page that has
+     * room and is not being emptied by a round, or null. (A page that a round
+     * filled with planned moves stays listed as not-full until the round
+     * re-files it.)
+     */
+    Page allocationPage() {
+        for (int i = notFullCount - 1; i >= 0; i--) {
+            Page p = notFull[i];
+            if (!p.evacuating && !p.isFull()) {
+                return p;
+            }
+        }
+        return null;
+    }
+
+    void addPage(Page p) {
+        if (pageCount == all.length) {
+            all = Arrays.copyOf(all, pageCount * 2);
+        }
+        p.pagePos = pageCount;
+        all[pageCount++] = p;
+    }
+
+    void removePage(Page p) {
+        if (p.notFullPos >= 0) {
+            removeNotFull(p);
+        }
+        int i = p.pagePos;
+        Page last = all[--pageCount];
+        all[i] = last;
+        last.pagePos = i;
+        all[pageCount] = null;
+        p.pagePos = -1;
+    }
+
+    private void addNotFull(Page p) {
+        if (notFullCount == notFull.length) {
+            notFull = Arrays.copyOf(notFull, notFullCount * 2);
+        }
+        p.notFullPos = notFullCount;
+        notFull[notFullCount++] = p;
+    }
+
+    private void removeNotFull(Page p) {
+        int i = p.notFullPos;
+        Page last = notFull[--notFullCount];
+        notFull[i] = last;
+        last.notFullPos = i;
+        notFull[notFullCount] = null;
+        p.notFullPos = -1;
+    }
+
+    /** Re-files {@code p} after its use count changed (not for pages that became empty). */
+    void refile(Page p) {
+        boolean shouldBeNotFull = p.used > 0 && !p.isFull();
+        if (shouldBeNotFull && p.notFullPos < 0) {
+            addNotFull(p);
+        } else if (!shouldBeNotFull && p.notFullPos >= 0) {
+            removeNotFull(p);
+        }
+    }
+
+    /** Free blocks in not-full pages, in bytes: Compact-fit's size-class fragmentation. */
+    long fragmentationBytes() {
+        long free = 0;
+        for (int i = 0; i < notFullCount; i++) {
+            free += notFull[i].freeCount();
+        }
+        return free * blockSize;
+    }
+
+    /** The not-full page to empty next: the least used one. */
+    Page leastUsedNotFull() {
+        Page src = null;
+        for (int i = 0; i < notFullCount; i++) {
+            Page p = notFull[i];
+            if (src == null || p.used < src.used) {
+                src = p;
+            }
+        }
+        return src;
+    }
+
+    /** Where moved blocks go: the fullest not-full page other than {@code src}, or null. */
+    Page fullestOther(Page src) {
+        Page best = null;
+        for (int i = 0; i < notFullCount; i++) {
+            Page p = notFull[i];
+            if (p != src && !p.isFull() && (best == null || p.used > best.used)) {
+                best = p;
+            }
+        }
+        return best;
+    }
+}
