@@ -417,6 +417,7 @@ public final class CompactingHeap implements AutoCloseable {
         private SpanHeap spanHeap;
         private boolean mapped;
         private boolean background = true;
+        private long compactionIntervalNanos = 100_000_000L;
 
         private Builder() {
         }
@@ -490,6 +491,26 @@ public final class CompactingHeap implements AutoCloseable {
         }
 
         /**
+         * Sets how often the background thread runs a compaction pass that
+         * restores kappa (default 100 ms): a pass runs rounds until no class is
+         * over kappa, then the thread waits this long before the next one while
+         * it only reclaims. Between passes a class may exceed kappa by the pages
+         * its frees left not-full; allocations fill those holes first. Zero
+         * compacts after every round that leaves a class over kappa.
+         *
+         * @param interval the time between passes, at least 0
+         * @return this builder
+         * @throws IllegalArgumentException if negative
+         */
+        public Builder compactionInterval(java.time.Duration interval) {
+            if (interval.isNegative()) {
+                throw new IllegalArgumentException("compaction interval must be >= 0: " + interval);
+            }
+            this.compactionIntervalNanos = interval.toNanos();
+            return this;
+        }
+
+        /**
          * Turns the background thread off (on by default): then a freeing
          * thread runs a round itself whenever a reclaim batch is full.
          *
@@ -539,16 +560,16 @@ public final class CompactingHeap implements AutoCloseable {
         public CompactingHeap build() {
             if (mapped) {
                 return new CompactingHeap(CompactFitHeap.overMappedPages(pageSize, kappa, iota, reclaimBatchBytes,
-                        background));
+                        compactionIntervalNanos, background));
             }
             if (spanHeap != null) {
                 return new CompactingHeap(CompactFitHeap.overSpanHeap(spanHeap.impl(), null, pageSize, kappa, iota,
-                        reclaimBatchBytes, background));
+                        reclaimBatchBytes, compactionIntervalNanos, background));
             }
             SpanHeap own = SpanHeap.create();
             try {
                 return new CompactingHeap(CompactFitHeap.overSpanHeap(own.impl(), own, pageSize, kappa, iota,
-                        reclaimBatchBytes, background));
+                        reclaimBatchBytes, compactionIntervalNanos, background));
             } catch (RuntimeException | Error e) {
                 own.close();
                 throw e;

@@ -10,14 +10,20 @@ public final class StaleHandleException extends IllegalArgumentException {
 
     private static final long serialVersionUID = 1L;
 
+    /** The rejected handle, as the caller passed it. */
     private final long handle;
 
+    /**
+     * Creates an exception for a rejected handle; the message shows the handle in hex.
+     *
+     * @param handle the handle that named no live object
+     */
     public StaleHandleException(long handle) {
         super("handle names no live object (freed, stale or forged): 0x" + Long.toHexString(handle));
         this.handle = handle;
     }
 
-    /** The handle that was rejected. */
+    /** {@return the handle that was rejected} */
     public long handle() {
         return handle;
     }

@@ -25,6 +25,12 @@ public final class HeapArena implements Arena {
     private int count;
     private boolean closed;
 
+    /**
+     * Opens an arena confined to the calling thread; it holds a reference on
+     * {@code heap}'s native memory until it is closed.
+     *
+     * @param heap the heap the arena's blocks come from
+     */
     public HeapArena(SpanHeapImpl heap) {
         heap.acquireRef();
         this.heap = heap;

@@ -109,6 +109,8 @@ public final class NativeHeap {
      * Zeroes a native segment. Passing the segment (not its address) to memset makes the
      * linker hold the segment's scope for the call: a concurrent close waits, and a closed
      * or wrong-thread segment throws as {@code fill} would.
+     *
+     * @param s the segment to clear, of any size
      */
     public static void zero(MemorySegment s) {
         long n = s.byteSize();
@@ -139,6 +141,11 @@ public final class NativeHeap {
         return new IllegalStateException(t);
     }
 
+    /**
+     * Calls {@code sh_config_init}: writes the native defaults into a {@code sh_config}.
+     *
+     * @param config a segment of {@link SpanLayout#SH_CONFIG}'s size
+     */
     public static void configInit(MemorySegment config) {
         try {
             SH_CONFIG_INIT.invokeExact(config);
@@ -147,7 +154,12 @@ public final class NativeHeap {
         }
     }
 
-    /** {@return the new heap's address, 0 on failure} */
+    /**
+     * Calls {@code sh_heap_create}; {@link #lastError()} tells why it failed.
+     *
+     * @param config a filled {@code sh_config}
+     * @return the new heap's address, 0 on failure
+     */
     public static long heapCreate(MemorySegment config) {
         try {
             return (long) SH_HEAP_CREATE.invokeExact(config);
@@ -156,6 +168,12 @@ public final class NativeHeap {
         }
     }
 
+    /**
+     * Calls {@code sh_heap_destroy}: releases the arena and the large objects. No other
+     * call on the heap may run or follow.
+     *
+     * @param heap the address {@link #heapCreate} returned
+     */
     public static void heapDestroy(long heap) {
         try {
             SH_HEAP_DESTROY.invokeExact(heap);
@@ -164,6 +182,13 @@ public final class NativeHeap {
         }
     }
 
+    /**
+     * Calls {@code sh_alloc}: a block aligned to at least 16, contents unspecified.
+     *
+     * @param heap the heap segment (see the class comment)
+     * @param size the size in bytes, may be 0
+     * @return the block's address, 0 on failure ({@link #lastError()} tells why)
+     */
     public static long alloc(MemorySegment heap, long size) {
         try {
             return (long) SH_ALLOC.invokeExact(heap, size);
@@ -172,6 +197,14 @@ public final class NativeHeap {
         }
     }
 
+    /**
+     * Calls {@code sh_alloc_aligned}.
+     *
+     * @param heap the heap segment (see the class comment)
+     * @param size the size in bytes, may be 0
+     * @param alignment the alignment, a power of two
+     * @return the block's address, 0 on failure ({@link #lastError()} tells why)
+     */
     public static long allocAligned(MemorySegment heap, long size, long alignment) {
         try {
             return (long) SH_ALLOC_ALIGNED.invokeExact(heap, size, alignment);
@@ -180,6 +213,14 @@ public final class NativeHeap {
         }
     }
 
+    /**
+     * Calls {@code sh_free_checked}: frees a block, or rejects a bad pointer without
+     * touching anything.
+     *
+     * @param heap the heap segment (see the class comment)
+     * @param ptr the block's address; 0 is ignored
+     * @return {@link SpanLayout#SH_OK} or one of the {@code SH_E_*} codes
+     */
     public static int freeChecked(MemorySegment heap, long ptr) {
         try {
             return (int) SH_FREE_CHECKED.invokeExact(heap, ptr);
@@ -188,6 +229,13 @@ public final class NativeHeap {
         }
     }
 
+    /**
+     * Calls {@code sh_usable_size}.
+     *
+     * @param heap the heap segment (see the class comment)
+     * @param ptr an address
+     * @return the usable bytes of the live block starting at {@code ptr}, 0 if none does
+     */
     public static long usableSize(MemorySegment heap, long ptr) {
         try {
             return (long) SH_USABLE_SIZE.invokeExact(heap, ptr);
@@ -196,6 +244,12 @@ public final class NativeHeap {
         }
     }
 
+    /**
+     * Calls {@code sh_last_error}; meaningful right after a failed call on the same OS
+     * thread (see the class comment on critical calls).
+     *
+     * @return the {@code SH_E_*} code of this thread's last failing call
+     */
     public static int lastError() {
         try {
             return (int) SH_LAST_ERROR.invokeExact();
@@ -204,6 +258,7 @@ public final class NativeHeap {
         }
     }
 
+    /** {@return the number of size classes, at most {@link SpanLayout#MAX_CLASSES}} */
     public static int classCount() {
         try {
             return (int) SH_CLASS_COUNT.invokeExact();
@@ -212,6 +267,12 @@ public final class NativeHeap {
         }
     }
 
+    /**
+     * Calls {@code sh_class_of}.
+     *
+     * @param size a size in bytes
+     * @return the smallest class that holds {@code size} bytes, -1 if none does
+     */
     public static int classOf(long size) {
         try {
             return (int) SH_CLASS_OF.invokeExact(size);
@@ -220,6 +281,13 @@ public final class NativeHeap {
         }
     }
 
+    /**
+     * Calls {@code sh_class_get}.
+     *
+     * @param index the class index
+     * @param out receives the {@code sh_class_info}; may be a heap segment
+     * @return {@link SpanLayout#SH_OK}, or {@link SpanLayout#SH_E_INVALID} for a bad index
+     */
     public static int classGet(int index, MemorySegment out) {
         try {
             return (int) SH_CLASS_GET.invokeExact(index, out);
@@ -228,7 +296,16 @@ public final class NativeHeap {
         }
     }
 
-    /** {@code out} may be a heap segment over a {@code long[]}. */
+    /**
+     * Calls {@code sh_alloc_batch}: takes free blocks of one class for a thread cache.
+     * The blocks keep their free mark.
+     *
+     * @param heap the heap segment (see the class comment)
+     * @param sizeClass the class index
+     * @param out receives the block addresses; may be a heap segment over a {@code long[]}
+     * @param n the most blocks to take
+     * @return the number of blocks taken (at least 1), or a negated {@code SH_E_*} code
+     */
     public static int allocBatch(MemorySegment heap, int sizeClass, MemorySegment out, int n) {
         try {
             return (int) SH_ALLOC_BATCH.invokeExact(heap, sizeClass, out, n);
@@ -237,7 +314,15 @@ public final class NativeHeap {
         }
     }
 
-    /** {@code blocks} may be a heap segment over a {@code long[]}. */
+    /**
+     * Calls {@code sh_free_batch}: returns free-marked cached blocks of any class.
+     *
+     * @param heap the heap segment (see the class comment)
+     * @param blocks the block addresses; may be a heap segment over a {@code long[]}
+     * @param n how many addresses {@code blocks} holds
+     * @return {@link SpanLayout#SH_OK}, or a negated {@code SH_E_*} code if some address
+     *         was not a block of this heap (those are skipped)
+     */
     public static int freeBatch(MemorySegment heap, MemorySegment blocks, int n) {
         try {
             return (int) SH_FREE_BATCH.invokeExact(heap, blocks, n);
@@ -246,6 +331,12 @@ public final class NativeHeap {
         }
     }
 
+    /**
+     * Calls {@code sh_heap_layout}.
+     *
+     * @param heap the heap segment (see the class comment)
+     * @param out receives the {@code sh_layout} ({@link SpanLayout#SH_LAYOUT})
+     */
     public static void heapLayout(MemorySegment heap, MemorySegment out) {
         try {
             SH_HEAP_LAYOUT.invokeExact(heap, out);
@@ -254,6 +345,13 @@ public final class NativeHeap {
         }
     }
 
+    /**
+     * Calls {@code sh_stats}: exact counters while the heap is quiescent, an estimate
+     * while other threads use it.
+     *
+     * @param heap the heap segment (see the class comment)
+     * @param out receives the {@code sh_heap_stats} ({@link SpanLayout#SH_HEAP_STATS})
+     */
     public static void stats(MemorySegment heap, MemorySegment out) {
         try {
             SH_STATS.invokeExact(heap, out);

@@ -90,7 +90,11 @@ public final class SizeClassTable {
         return classOf;
     }
 
-    /** {@return the class that holds {@code size} bytes; requires {@code 0 <= size <= maxSmallSize}} */
+    /**
+     * {@return the class that holds {@code size} bytes}
+     *
+     * @param size the size in bytes; requires {@code 0 <= size <= maxSmallSize}
+     */
     public int classOf(long size) {
         return classOf[(int) ((size + 15) >>> 4)];
     }

@@ -4,6 +4,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
+import org.spanheap.HeapStats;
 import org.spanheap.SpanHeap;
 
 /**
@@ -57,5 +58,10 @@ final class SpanHeapPeer implements Peer {
     /** Bytes the heap holds from the OS (its statistics' committed bytes). */
     long committedBytes() {
         return heap.stats().committedBytes();
+    }
+
+    /** The heap's statistics, for workloads that report more than committed bytes. */
+    HeapStats stats() {
+        return heap.stats();
     }
 }

@@ -53,7 +53,8 @@ public final class RandomizedStress {
 
     private final SpanHeap heap = SpanHeap.create();
     @SuppressWarnings("unchecked")
-    private final ConcurrentLinkedQueue<Block>[] mailboxes = new ConcurrentLinkedQueue[16];
+    private final ConcurrentLinkedQueue<Block>[] mailboxes =
+            (ConcurrentLinkedQueue<Block>[]) new ConcurrentLinkedQueue<?>[16];
     private final AtomicLong liveBudget = new AtomicLong();
     private final AtomicLong ids = new AtomicLong();
     private final AtomicLong ops = new AtomicLong();

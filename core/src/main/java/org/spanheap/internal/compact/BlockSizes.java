@@ -13,6 +13,8 @@ final class BlockSizes {
 
     private final int[] blockSizes;
     private final long maxSmall;
+    /** Class of every size rounded up to 16, up to 16 KiB: one load instead of a search on the allocation path. */
+    private final byte[] classBy16;
 
     BlockSizes(long pageSize) {
         this.maxSmall = pageSize / 4;
@@ -27,7 +29,13 @@ final class BlockSizes {
             }
         }
         blockSizes = Arrays.copyOf(tmp, n);
+        classBy16 = new byte[(int) Math.min(maxSmall, TABLE_LIMIT) / 16 + 1];
+        for (int i = 0; i < classBy16.length; i++) {
+            classBy16[i] = (byte) search(i * 16L);
+        }
     }
+
+    private static final long TABLE_LIMIT = 16 * 1024;
 
     int count() {
         return blockSizes.length;
@@ -44,6 +52,13 @@ final class BlockSizes {
 
     /** Smallest class whose blocks hold {@code size} bytes ({@code 0 <= size <= maxSmall()}). */
     int classOf(long size) {
+        if (size <= TABLE_LIMIT) {
+            return classBy16[(int) ((size + 15) >>> 4)];
+        }
+        return search(size);
+    }
+
+    private int search(long size) {
         if (size <= 128) {
             return size <= 16 ? 0 : (int) ((size - 1) >>> 4);
         }

@@ -2,10 +2,8 @@ package org.spanheap.internal.compact;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 import org.spanheap.CompactingHeapStats;
 import org.spanheap.StaleHandleException;
@@ -66,22 +64,48 @@ public final class CompactFitHeap {
     private final int kappa;
     private final long iota;
     private final long reclaimBatchBytes;
+    /** Pace of the background thread's compaction passes (see {@link #compactionDue()}). */
+    private final long passIntervalNanos;
+    /** Written by the compactor thread only (under roundLock), read by it in hasWork. */
+    private boolean passRunning;
+    private long passEnded = System.nanoTime();
+    /**
+     * The reclaim batch in force: the configured one, or 1/32 of the committed
+     * bytes if that is more, so that the number of rounds (handshakes) per
+     * freed byte falls as the heap grows while the limbo stays a small share
+     * of it. Written after each round, read by frees (plain: a stale value only
+     * delays or advances one wake-up).
+     */
+    private long batchBytes;
 
     /** The current epoch's universe; a resolve reads it first (volatile). */
     private volatile MemorySegment universe;
     private volatile boolean closed;
 
-    /** Killed indices waiting for an epoch change, linked through the table (Treiber stack, push and take-all). */
-    private final AtomicInteger limboHead = new AtomicInteger(HandleTable.NO_INDEX);
-    private final AtomicLong limboBytes = new AtomicLong();
-    private final LongAdder liveBytes = new LongAdder();
-    private final LongAdder liveObjects = new LongAdder();
+    /**
+     * The limbo: killed indices waiting for an epoch change, a Treiber stack
+     * linked through the table, pushed by frees and taken whole by rounds (no
+     * pop of one entry, so no ABA). One word, one CAS per free:
+     * <pre>
+     *   63                       32 31                        0
+     *  +----------------------------+---------------------------+
+     *  | 16-byte units freed in it  | index of the top entry    |
+     *  | (saturating; the trigger)  | (0: empty)                |
+     *  +----------------------------+---------------------------+
+     * </pre>
+     */
+    private final AtomicLong limbo = new AtomicLong();
+    private static final long MAX_UNITS = 0xFFFF_FFFFL;
     private final AtomicLong largeMapped = new AtomicLong();
-    private final AtomicLong largeLive = new AtomicLong();
+    /** Reclaimed large objects' mappings, reused by the next large objects. */
+    private final LargeMappings largeCache = new LargeMappings();
 
-    /** Guards the large objects' cache of handle indices and their publication against close. */
+    /** Guards the large objects' cache of handle indices, their counters and their publication against close. */
     private final ReentrantLock largeLock = new ReentrantLock();
     private int largeIndexHead = HandleTable.NO_INDEX;
+    private long largeAllocated, largeAllocatedBytes;
+    /** Large objects released by rounds (under roundLock). */
+    private long largeReleased, largeReleasedBytes;
 
     // ---- round state: under roundLock ----
     private final ReentrantLock roundLock = new ReentrantLock();
@@ -89,6 +113,7 @@ public final class CompactFitHeap {
     private int moveCount;
     private int[] mvIndex = new int[64], mvSrcSlot = new int[64], mvDstSlot = new int[64];
     private Page[] mvSrc = new Page[64], mvDst = new Page[64];
+    private Page[] idleSources = new Page[8];
     private final int[] classHeads;
     private Compactor compactor;
 
@@ -96,7 +121,9 @@ public final class CompactFitHeap {
     private volatile long movedBytes, movedBlocks, increments, epochsClosed;
     private volatile long maxIncrementNanos, totalIncrementNanos, maxCloseNanos;
 
-    private CompactFitHeap(PageSource source, int kappa, long iota, long reclaimBatchBytes, boolean background) {
+    private CompactFitHeap(PageSource source, int kappa, long iota, long reclaimBatchBytes, long passIntervalNanos,
+            boolean background) {
+        this.passIntervalNanos = passIntervalNanos;
         this.source = source;
         this.pageSize = source.pageSize();
         this.sizes = new BlockSizes(pageSize);
@@ -108,6 +135,7 @@ public final class CompactFitHeap {
         this.kappa = kappa;
         this.iota = iota;
         this.reclaimBatchBytes = reclaimBatchBytes;
+        this.batchBytes = reclaimBatchBytes;
         this.universe = epoch.universe;
         if (background && reclaimBatchBytes > 0) {
             compactor = new Compactor(this);
@@ -121,15 +149,16 @@ public final class CompactFitHeap {
      * @param owned closed with the heap (the span heap if it was made for this heap), or null
      */
     public static CompactFitHeap overSpanHeap(SpanHeapImpl spanHeap, AutoCloseable owned, long pageSize, int kappa,
-            long iota, long reclaimBatchBytes, boolean background) {
-        return new CompactFitHeap(new SpanHeapPageSource(spanHeap, pageSize, owned), kappa, iota, reclaimBatchBytes,
-                background);
+            long iota, long reclaimBatchBytes, long passIntervalNanos, boolean background) {
+        return new CompactFitHeap(new PageReserve(new SpanHeapPageSource(spanHeap, pageSize, owned)), kappa, iota,
+                reclaimBatchBytes, passIntervalNanos, background);
     }
 
     /** A heap over pages mapped one by one. */
     public static CompactFitHeap overMappedPages(long pageSize, int kappa, long iota, long reclaimBatchBytes,
-            boolean background) {
-        return new CompactFitHeap(new MappedPageSource(pageSize), kappa, iota, reclaimBatchBytes, background);
+            long passIntervalNanos, boolean background) {
+        return new CompactFitHeap(new PageReserve(new MappedPageSource(pageSize)), kappa, iota, reclaimBatchBytes,
+                passIntervalNanos, background);
     }
 
     public int kappa() {
@@ -255,6 +284,8 @@ public final class CompactFitHeap {
             slot = p.take(index);
             c.refile(p);
             c.liveBlocks++;
+            c.allocated++;
+            c.allocatedBytes += size;
         } finally {
             c.lock.unlock();
         }
@@ -263,12 +294,10 @@ public final class CompactFitHeap {
         try {
             fill(address, size, contents, init);
         } catch (RuntimeException | Error e) {
-            abandon(c, p, slot, index);
+            abandon(c, p, slot, index, size);
             throw e;
         }
         table.publishLive(index, address, size, p, slot);
-        liveBytes.add(size);
-        liveObjects.increment();
         return table.handleOf(index);
     }
 
@@ -300,7 +329,7 @@ public final class CompactFitHeap {
     }
 
     /** Gives back a reserved, unpublished slot and index after a failed fill. */
-    private void abandon(SizeClassPages c, Page p, int slot, int index) {
+    private void abandon(SizeClassPages c, Page p, int slot, int index, long size) {
         c.lock.lock();
         try {
             if (closed) {
@@ -308,6 +337,8 @@ public final class CompactFitHeap {
             }
             p.release(slot);
             c.liveBlocks--;
+            c.allocated--;
+            c.allocatedBytes -= size;
             c.refile(p);
             table.setLink(index, c.indexHead);
             c.indexHead = index;
@@ -337,12 +368,16 @@ public final class CompactFitHeap {
         if ((mapped >>> 12) > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("size too large: " + size);
         }
-        long address = OsMemory.map(size); // zeroed by the OS
+        long address = largeCache.take(size);
+        boolean dirty = address != 0;
+        if (!dirty) {
+            address = OsMemory.map(size); // zeroed by the OS
+        }
         largeMapped.addAndGet(mapped);
         int index;
         try {
-            if (contents != null || init != null) {
-                fill(address, size, contents, init);
+            if (contents != null || init != null || dirty) {
+                fill(address, size, contents, init); // zeroes a reused mapping when there is nothing to copy
             }
             largeLock.lock();
             try {
@@ -353,6 +388,8 @@ public final class CompactFitHeap {
                 index = largeIndexHead;
                 largeIndexHead = table.link(index);
                 table.publishLive(index, address, size, null, (int) (mapped >>> 12));
+                largeAllocated++;
+                largeAllocatedBytes += size;
             } finally {
                 largeLock.unlock();
             }
@@ -361,10 +398,12 @@ public final class CompactFitHeap {
             largeMapped.addAndGet(-mapped);
             throw e;
         }
-        largeLive.incrementAndGet();
-        liveBytes.add(size);
-        liveObjects.increment();
         return table.handleOf(index);
+    }
+
+    /** The large-mapping cache's bound: 1/16 of what the heap holds, at least 2 MiB. */
+    private long largeCacheCap() {
+        return Math.max(2L << 20, (source.committedBytes() + largeMapped.get()) / 16);
     }
 
     // ---- free -------------------------------------------------------------------
@@ -384,24 +423,17 @@ public final class CompactFitHeap {
             throw closed ? closedException() : e;
         }
         int index = (int) handle;
-        long size = HandleTable.size(state);
-        liveBytes.add(-size);
-        liveObjects.decrement();
-        if (size > sizes.maxSmall()) {
-            largeLive.decrementAndGet();
-        }
+        long units = (HandleTable.size(state) + 15) >>> 4;
         for (;;) {
-            int head = limboHead.get();
-            table.setLink(index, head); // plain: published by the CAS below (volatile)
-            if (limboHead.compareAndSet(head, index)) {
-                break;
+            long head = limbo.get();
+            table.setLink(index, (int) head); // plain: published by the CAS below (volatile)
+            long pending = Math.min((head >>> 32) + Math.max(units, 1), MAX_UNITS);
+            if (limbo.compareAndSet(head, pending << 32 | index)) {
+                if (pending << 4 >= batchBytes) {
+                    reclaimPressure(pending << 4);
+                }
+                return;
             }
-        }
-        // the bytes the release will give back: the block, or the whole mapping
-        long block = size > sizes.maxSmall() ? OsMemory.mappedSize(size) : classes[sizes.classOf(size)].blockSize;
-        long pending = limboBytes.addAndGet(block);
-        if (pending >= reclaimBatchBytes) {
-            reclaimPressure(pending);
         }
     }
 
@@ -417,7 +449,7 @@ public final class CompactFitHeap {
             } finally {
                 roundLock.unlock();
             }
-        } else if (pending >= HELP_FACTOR * reclaimBatchBytes && roundLock.tryLock()) {
+        } else if (pending >= HELP_FACTOR * batchBytes && roundLock.tryLock()) {
             try { // the compactor fell behind (threads outnumber cores): bound the limbo ourselves
                 if (!closed) {
                     round(kappa);
@@ -436,7 +468,7 @@ public final class CompactFitHeap {
     private long roundsUntil(int goal) {
         long moved = 0;
         for (int guard = 0; guard < 1_000_000; guard++) {
-            boolean pendingLimbo = limboHead.get() != HandleTable.NO_INDEX;
+            boolean pendingLimbo = limbo.get() != 0;
             long m = round(goal);
             moved += m;
             if (m == 0 && !pendingLimbo && !anyOver(goal)) {
@@ -449,18 +481,56 @@ public final class CompactFitHeap {
         return moved;
     }
 
-    /** Work the compactor has: freed bytes waiting, or a class over kappa. */
+    /** Work the compactor has: a batch of freed bytes waiting (or any, when idle), or a compaction pass due. */
     boolean hasWork(boolean idle) {
-        long pending = limboBytes.get();
-        return pending >= reclaimBatchBytes || (idle && pending > 0) || (kappa != Integer.MAX_VALUE && anyOver(kappa));
+        long head = limbo.get();
+        return (head >>> 32 << 4) >= batchBytes || (idle && head != 0) || compactionDue();
     }
 
-    /** Called by the compactor thread: one round (and more while a class is over kappa). */
+    /**
+     * Whether the background thread should move objects now: a class is over
+     * kappa, and a pass is running or the interval since the last pass has
+     * passed. Pacing matters under steady churn: frees leave holes in many pages
+     * and allocations fill them again within milliseconds; compacting at once
+     * would move objects only to have the holes refilled (measured: twice the
+     * rounds and half the throughput, docs/compacting-heap.md).
+     */
+    private boolean compactionDue() {
+        return kappa != Integer.MAX_VALUE && anyOver(kappa)
+                && (passRunning || System.nanoTime() - passEnded >= passIntervalNanos || wasteful());
+    }
+
+    /**
+     * Whether more than a tenth of the page bytes hold no object (freed objects
+     * waiting in the limbo still count as held): then a pass runs at once,
+     * whatever the pace. This is the case a size-mix shift makes (a class's
+     * objects die within milliseconds and leave its pages sparse), where
+     * waiting for the interval would let committed memory run far ahead of
+     * the live bytes. Racy reads of the classes' counters: a hint.
+     */
+    private boolean wasteful() {
+        long pageBytes = 0, blockBytes = 0;
+        for (SizeClassPages c : classes) {
+            pageBytes += c.pageCount();
+            blockBytes += c.liveBlocks * c.blockSize;
+        }
+        pageBytes *= pageSize;
+        return pageBytes - blockBytes > pageBytes / 10;
+    }
+
+    /** Called by the compactor thread: one round, with moves if a compaction pass is due. */
     void backgroundRound() {
         roundLock.lock();
         try {
             if (!closed) {
-                round(kappa);
+                boolean compacting = compactionDue();
+                round(compacting ? kappa : Integer.MAX_VALUE);
+                if (compacting) {
+                    passRunning = anyOver(kappa);
+                    if (!passRunning) {
+                        passEnded = System.nanoTime();
+                    }
+                }
             }
         } finally {
             roundLock.unlock();
@@ -489,14 +559,17 @@ public final class CompactFitHeap {
         CompactionRoundEvent event = new CompactionRoundEvent();
         event.begin();
         long t0 = System.nanoTime();
-        int limbo = limboHead.getAndSet(HandleTable.NO_INDEX); // volatile: the pushers' links are visible
+        int freed = (int) limbo.getAndSet(0); // volatile: the pushers' links are visible
         long planned = goal == Integer.MAX_VALUE ? 0 : planMoves(goal);
-        if (limbo == HandleTable.NO_INDEX && moveCount == 0) {
+        if (freed == HandleTable.NO_INDEX && moveCount == 0) {
             return 0;
         }
         long closeNanos = advanceEpoch(); // nobody reaches the limbo blocks or the blocks to move any more
         long moved = executeMoves();
-        long reclaimed = releaseLimbo(limbo);
+        long reclaimed = releaseLimbo(freed);
+        if (reclaimBatchBytes > 0) {
+            batchBytes = Math.max(reclaimBatchBytes, (source.committedBytes() + largeMapped.get()) / 32);
+        }
         if (planned > 0) {
             long t = System.nanoTime() - t0;
             movedBytes += moved;
@@ -533,29 +606,49 @@ public final class CompactFitHeap {
             }
             c.lock.lock();
             try {
-                Page src = c.leastUsedNotFull();
-                if (c.notFullCount() <= goal || src == null) {
-                    continue;
-                }
-                Page dst = c.fullestOther(src);
-                for (int slot = 0; slot < src.owner.length && dst != null; slot++) {
-                    int index = src.owner[slot];
-                    if (index < 0) {
-                        continue;
-                    }
-                    if (moveCount > 0 && bytes + c.blockSize > iota) {
+                // empty pages one after the other while the class is over its goal and the round has room;
+                // pages planned empty still count as not-full until the round re-files them
+                int planned = 0, idle = 0;
+                while (c.notFullCount() - planned > goal && bytes < iota) {
+                    Page src = c.leastUsedNotFull();
+                    if (src == null) {
                         break;
                     }
-                    // not LIVE: freed (in limbo) or not yet published by its allocator; both stay
-                    if (!table.markMoving(index)) {
-                        continue;
+                    src.evacuating = true; // allocation, and the next choice of source and target, avoid it
+                    planned++;
+                    int movesBefore = moveCount;
+                    Page dst = c.fullestOther(src);
+                    for (int slot = 0; slot < src.owner.length && dst != null; slot++) {
+                        int index = src.owner[slot];
+                        if (index < 0) {
+                            continue;
+                        }
+                        if (moveCount > 0 && bytes + c.blockSize > iota) {
+                            break;
+                        }
+                        // not LIVE: freed (in limbo) or not yet published by its allocator; both stay
+                        if (!table.markMoving(index)) {
+                            continue;
+                        }
+                        addMove(index, src, slot, dst, dst.take(index));
+                        bytes += c.blockSize;
+                        if (dst.isFull()) {
+                            dst = c.fullestOther(src);
+                        }
                     }
-                    src.evacuating = true;
-                    addMove(index, src, slot, dst, dst.take(index));
-                    bytes += c.blockSize;
-                    if (dst.isFull()) {
-                        dst = c.fullestOther(src);
+                    if (moveCount == movesBefore) { // nothing movable in it (freed or unpublished blocks only)
+                        if (idle == idleSources.length) {
+                            idleSources = Arrays.copyOf(idleSources, idle * 2);
+                        }
+                        idleSources[idle++] = src;
                     }
+                    if (dst == null) {
+                        break; // no room left in the other not-full pages
+                    }
+                }
+                for (int k = 0; k < idle; k++) { // pages with moves are re-filed by executeMoves
+                    idleSources[k].evacuating = false;
+                    idleSources[k] = null;
                 }
             } finally {
                 c.lock.unlock();
@@ -597,7 +690,7 @@ public final class CompactFitHeap {
         }
         for (int k = 0; k < n;) {
             SizeClassPages c = mvSrc[k].sizeClass;
-            Page emptied = null;
+            int emptied = 0;
             c.lock.lock();
             try {
                 for (; k < n && mvSrc[k].sizeClass == c; k++) {
@@ -607,14 +700,20 @@ public final class CompactFitHeap {
                         moved += c.blockSize;
                         movedBlocks++;
                     } else {
-                        dst.release(mvDstSlot[k]);
+                        dst.release(mvDstSlot[k]); // freed while moving: the target slot goes back
+                        if (dst.used == 0 && dst.pagePos >= 0) {
+                            c.removePage(dst);
+                            emptied = addEmptied(emptied, dst);
+                        }
                     }
                     src.evacuating = false;
-                    c.refile(dst);
+                    if (dst.pagePos >= 0) {
+                        c.refile(dst);
+                    }
                     if (src.used == 0) {
                         if (src.pagePos >= 0) {
                             c.removePage(src);
-                            emptied = src;
+                            emptied = addEmptied(emptied, src);
                         }
                     } else {
                         c.refile(src);
@@ -625,9 +724,7 @@ public final class CompactFitHeap {
             } finally {
                 c.lock.unlock();
             }
-            if (emptied != null) {
-                source.freePage(emptied.base);
-            }
+            freePages(emptied);
         }
         moveCount = 0;
         return moved;
@@ -644,10 +741,12 @@ public final class CompactFitHeap {
         for (int i = head; i != HandleTable.NO_INDEX;) {
             int next = table.link(i);
             Page p = table.pageOf(i);
-            if (p == null) { // large: unmap now, nobody can reach it any more
+            if (p == null) { // large: nobody can reach it any more; keep the mapping for reuse or unmap it
                 long mapped = (long) table.slotOf(i) << 12;
-                OsMemory.unmap(table.address(i), mapped);
                 largeMapped.addAndGet(-mapped);
+                largeCache.give(table.address(i), mapped, largeCacheCap());
+                largeReleased++;
+                largeReleasedBytes += HandleTable.size(table.state(i)); // a kill keeps the size
                 bytes += mapped;
                 table.setLink(i, largeHead);
                 largeHead = i;
@@ -666,14 +765,12 @@ public final class CompactFitHeap {
         if (largeHead != HandleTable.NO_INDEX) {
             table.giveIndices(largeHead); // large objects are rare: their indices go straight back
         }
-        limboBytes.addAndGet(-bytes);
         return bytes;
     }
 
     private long releaseClassLimbo(SizeClassPages c, int head) {
         long bytes = 0;
-        Page[] emptied = null;
-        int emptiedCount = 0;
+        int emptied = 0;
         c.lock.lock();
         try {
             for (int i = head; i != HandleTable.NO_INDEX;) {
@@ -681,14 +778,11 @@ public final class CompactFitHeap {
                 Page p = table.pageOf(i);
                 p.release(table.slotOf(i));
                 c.liveBlocks--;
+                c.released++;
+                c.releasedBytes += HandleTable.size(table.state(i)); // a kill keeps the size
                 if (p.used == 0) {
                     c.removePage(p);
-                    if (emptied == null) {
-                        emptied = new Page[8];
-                    } else if (emptiedCount == emptied.length) {
-                        emptied = Arrays.copyOf(emptied, emptiedCount * 2);
-                    }
-                    emptied[emptiedCount++] = p;
+                    emptied = addEmptied(emptied, p);
                 } else {
                     c.refile(p);
                 }
@@ -698,17 +792,32 @@ public final class CompactFitHeap {
                 bytes += c.blockSize;
                 i = next;
             }
-            c.dirty = true;
             if (c.indexCount > SizeClassPages.INDEX_CACHE_MAX) {
                 giveBackIndices(c);
             }
         } finally {
             c.lock.unlock();
         }
-        for (int k = 0; k < emptiedCount; k++) {
-            source.freePage(emptied[k].base);
-        }
+        freePages(emptied);
         return bytes;
+    }
+
+    /** Pages a round emptied, given back after the class lock is released (round thread only). */
+    private Page[] emptiedPages = new Page[16];
+
+    private int addEmptied(int count, Page p) {
+        if (count == emptiedPages.length) {
+            emptiedPages = Arrays.copyOf(emptiedPages, count * 2);
+        }
+        emptiedPages[count] = p;
+        return count + 1;
+    }
+
+    private void freePages(int count) {
+        for (int k = 0; k < count; k++) {
+            source.freePage(emptiedPages[k].base);
+            emptiedPages[k] = null;
+        }
     }
 
     /** Returns half of a class's cached indices to the table (caller holds the class lock). */
@@ -809,26 +918,53 @@ public final class CompactFitHeap {
 
     // ---- statistics ---------------------------------------------------------------
 
+    /**
+     * A snapshot of the counters. Takes the round lock (so it waits for a
+     * round in progress) to walk the limbo, whose objects are no longer live.
+     */
     public CompactingHeapStats stats() {
-        checkOpen();
-        int[] notFull = new int[classes.length];
-        long blockBytes = 0, pages = 0, frag = 0;
-        for (SizeClassPages c : classes) {
-            c.lock.lock();
-            try {
-                blockBytes += c.liveBlocks * c.blockSize;
-                pages += c.pageCount();
-                frag += c.fragmentationBytes();
-                notFull[c.index] = c.notFullCount();
-            } finally {
-                c.lock.unlock();
+        roundLock.lock();
+        try {
+            checkOpen();
+            long pendingObjects = 0, pendingBytes = 0, pendingLarge = 0;
+            for (int i = (int) limbo.get(); i != HandleTable.NO_INDEX; i = table.link(i)) {
+                pendingObjects++;
+                pendingBytes += HandleTable.size(table.state(i));
+                if (table.pageOf(i) == null) {
+                    pendingLarge++;
+                }
             }
+            int[] notFull = new int[classes.length];
+            long blockBytes = 0, pages = 0, frag = 0, objects = 0, bytes = 0;
+            for (SizeClassPages c : classes) {
+                c.lock.lock();
+                try {
+                    blockBytes += c.liveBlocks * c.blockSize;
+                    pages += c.pageCount();
+                    frag += c.fragmentationBytes();
+                    notFull[c.index] = c.notFullCount();
+                    objects += c.allocated - c.released;
+                    bytes += c.allocatedBytes - c.releasedBytes;
+                } finally {
+                    c.lock.unlock();
+                }
+            }
+            long largeObjects, large = largeMapped.get();
+            largeLock.lock();
+            try {
+                largeObjects = largeAllocated - largeReleased;
+                objects += largeObjects;
+                bytes += largeAllocatedBytes - largeReleasedBytes;
+            } finally {
+                largeLock.unlock();
+            }
+            return new CompactingHeapStats(bytes - pendingBytes, objects - pendingObjects, blockBytes + large,
+                    source.committedBytes() + large + largeCache.bytes(), pages, largeObjects - pendingLarge, large, notFull, frag,
+                    pendingBytes, movedBytes, increments, epochsClosed, maxIncrementNanos, totalIncrementNanos,
+                    maxCloseNanos);
+        } finally {
+            roundLock.unlock();
         }
-        long large = largeMapped.get();
-        return new CompactingHeapStats(liveBytes.sum(), liveObjects.sum(), blockBytes + large,
-                pages * pageSize + large, pages, largeLive.get(), large, notFull, frag,
-                Math.max(0, limboBytes.get()), movedBytes, increments, epochsClosed, maxIncrementNanos,
-                totalIncrementNanos, maxCloseNanos);
     }
 
     /** Current epoch number (for tests and diagnostics). */
@@ -859,7 +995,7 @@ public final class CompactFitHeap {
             closed = true;
             epoch.close(); // every access in progress finishes; every later one throws
             // large objects: live, or freed and not yet released (in limbo)
-            for (int i = limboHead.getAndSet(HandleTable.NO_INDEX); i != HandleTable.NO_INDEX; i = table.link(i)) {
+            for (int i = (int) limbo.getAndSet(0); i != HandleTable.NO_INDEX; i = table.link(i)) {
                 unmapIfLarge(i);
             }
             for (int i = 1, n = table.capacity(); i < n; i++) {
@@ -868,6 +1004,7 @@ public final class CompactFitHeap {
                 }
             }
             table.close();
+            largeCache.drain();
             for (SizeClassPages c : classes) {
                 while (c.pageCount() > 0) {
                     Page p = c.pageAt(c.pageCount() - 1);

@@ -185,8 +185,8 @@ final class HandleTable {
 
     /**
      * Kills the entry of {@code handle}: bumps the generation and clears LIVE
-     * (and MOVING) in one CAS, so that every later resolve throws. Address,
-     * page and slot stay for the deferred release. Returns the state before
+     * (and MOVING) in one CAS, so that every later resolve throws. Size,
+     * address, page and slot stay for the deferred release. Returns the state before
      * the kill (its size bits are the object's size).
      *
      * @throws StaleHandleException if the handle names no live entry (double free included)
@@ -201,7 +201,8 @@ final class HandleTable {
             if ((st & ~(SIZE_MASK | MOVING)) != expect) {
                 throw new StaleHandleException(handle); // another free won the race
             }
-            long dead = ((st >>> STATE_GEN_SHIFT) + 1) << STATE_GEN_SHIFT;
+            // the size stays: the round that releases the block counts it
+            long dead = ((st >>> STATE_GEN_SHIFT) + 1) << STATE_GEN_SHIFT | (st & SIZE_MASK);
             // volatile CAS: orders the kill before the limbo push that follows, and against the
             // mover's CAS that clears MOVING (one of the two fails and sees the other)
             if (LONGS.compareAndSet(w, o, st, dead)) {

@@ -5,6 +5,7 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The three memory calls of the OS the compacting heap makes itself, through
@@ -26,6 +27,8 @@ final class OsMemory {
     private static final MethodHandle MMAP;
     private static final MethodHandle MUNMAP;
     private static final MethodHandle MADVISE;
+    private static final MethodHandle MREMAP;
+    private static final int MREMAP_MAYMOVE = 1;
 
     static {
         Linker linker = Linker.nativeLinker();
@@ -35,10 +38,17 @@ final class OsMemory {
                         ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
         MUNMAP = linker.downcallHandle(libc.find("munmap").orElseThrow(),
                 FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
+        // mremap is variadic (an optional new address): call it with its four fixed arguments
+        MREMAP = linker.downcallHandle(libc.find("mremap").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                        ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT), Linker.Option.firstVariadicArg(4));
         MADVISE = linker.downcallHandle(libc.find("madvise").orElseThrow(),
                 FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
                         ValueLayout.JAVA_INT));
     }
+
+    /** Bytes mapped by {@link #map} and not yet unmapped, over all heaps: what leak tests compare. */
+    static final AtomicLong MAPPED = new AtomicLong();
 
     private OsMemory() {
     }
@@ -64,6 +74,7 @@ final class OsMemory {
         if (p == -1L || p == 0L) {
             throw new OutOfMemoryError("mmap of " + bytes + " bytes failed");
         }
+        MAPPED.addAndGet(bytes);
         return p;
     }
 
@@ -78,6 +89,29 @@ final class OsMemory {
         if (rc != 0) {
             throw new IllegalStateException("munmap failed at 0x" + Long.toHexString(address));
         }
+        MAPPED.addAndGet(-mappedSize(size));
+    }
+
+    /**
+     * Grows a mapping from {@link #map} to {@code newSize} bytes, moving it if
+     * it must (the kernel moves the page tables: the pages already touched
+     * stay resident, only the new tail faults in). Returns its address.
+     *
+     * @throws OutOfMemoryError if the OS refuses (the old mapping is unchanged)
+     */
+    static long grow(long address, long oldSize, long newSize) {
+        long from = mappedSize(oldSize), to = mappedSize(newSize);
+        long p;
+        try {
+            p = (long) MREMAP.invokeExact(address, from, to, MREMAP_MAYMOVE);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+        if (p == -1L) {
+            throw new OutOfMemoryError("mremap to " + to + " bytes failed");
+        }
+        MAPPED.addAndGet(to - from);
+        return p;
     }
 
     /** Lets the OS take back the memory of {@code [address, address + bytes)}; it reads as zero afterwards. */

@@ -1,7 +1,6 @@
 package org.spanheap.internal.compact;
 
 import java.util.Arrays;
-import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The pages of one Compact-fit size class, with the lock that guards them:
@@ -21,18 +20,18 @@ final class SizeClassPages {
     final int index;
     final int blockSize;
     final int blocksPerPage;
-    final ReentrantLock lock = new ReentrantLock();
+    final ClassLock lock = new ClassLock();
 
     private Page[] notFull = new Page[8];
     private int notFullCount;
     private Page[] all = new Page[8];
     private int pageCount;
     long liveBlocks;
+    /** Objects (and their requested bytes) allocated in this class, and released by rounds after their free. */
+    long allocated, allocatedBytes, released, releasedBytes;
     /** Free handle indices of this class (linked through the table), and their count. */
     int indexHead = HandleTable.NO_INDEX;
     int indexCount;
-    /** Set by a round when slots were released, so the next round checks this class's bound. */
-    boolean dirty;
 
     SizeClassPages(int index, int blockSize, long pageSize) {
         this.index = index;
@@ -128,24 +127,24 @@ final class SizeClassPages {
         return free * blockSize;
     }
 
-    /** The not-full page to empty next: the least used one. */
+    /** The not-full page to empty next: the least used one not being emptied already, or null. */
     Page leastUsedNotFull() {
         Page src = null;
         for (int i = 0; i < notFullCount; i++) {
             Page p = notFull[i];
-            if (src == null || p.used < src.used) {
+            if (!p.evacuating && (src == null || p.used < src.used)) {
                 src = p;
             }
         }
         return src;
     }
 
-    /** Where moved blocks go: the fullest not-full page other than {@code src}, or null. */
+    /** Where moved blocks go: the fullest not-full page that is not being emptied, or null. */
     Page fullestOther(Page src) {
         Page best = null;
         for (int i = 0; i < notFullCount; i++) {
             Page p = notFull[i];
-            if (p != src && !p.isFull() && (best == null || p.used > best.used)) {
+            if (p != src && !p.evacuating && !p.isFull() && (best == null || p.used > best.used)) {
                 best = p;
             }
         }

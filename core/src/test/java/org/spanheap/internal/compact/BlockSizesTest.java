@@ -1,0 +1,33 @@
+package org.spanheap.internal.compact;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class BlockSizesTest {
+
+    /** The table lookup and the search agree with the definition: the smallest class that holds the size. */
+    @ParameterizedTest
+    @ValueSource(longs = {4096, 65536, 1 << 20, 1L << 30})
+    void classOfIsTheSmallestClassThatHoldsTheSize(long pageSize) {
+        BlockSizes b = new BlockSizes(pageSize);
+        assertEquals(pageSize / 4, b.maxSmall());
+        assertTrue(b.blockSize(b.count() - 1) >= b.maxSmall(), "the last class holds the largest small object");
+        for (int c = 1; c < b.count(); c++) {
+            assertTrue(b.blockSize(c) > b.blockSize(c - 1));
+            assertTrue(b.blockSize(c) % 16 == 0, "16-byte aligned blocks");
+            assertTrue(pageSize / b.blockSize(c) >= 4, "at least four blocks per page");
+        }
+        long step = Math.max(1, b.maxSmall() / 50_000);
+        for (long size = 0; size <= b.maxSmall(); size += (size < 20_000 ? 1 : step)) {
+            int c = b.classOf(size);
+            assertTrue(b.blockSize(c) >= size, "class " + c + " holds " + size);
+            assertTrue(c == 0 || b.blockSize(c - 1) < size, "class " + c + " is the smallest for " + size);
+            if (size >= 128) {
+                assertTrue(b.blockSize(c) <= size * 1.25 + 16, "waste at most 25% for " + size);
+            }
+        }
+    }
+}

@@ -1,0 +1,731 @@
+package org.spanheap.jmh;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongSupplier;
+
+import joptsimple.OptionException;
+import joptsimple.OptionParser;
+import joptsimple.OptionSet;
+import joptsimple.OptionSpec;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.ThreadParams;
+import org.spanheap.CompactingHeap;
+import org.spanheap.CompactingHeapStats;
+import org.spanheap.HeapStats;
+import org.spanheap.SpanHeap;
+
+/**
+ * Cache storage churn: the value storage of an off-heap cache, written against each store's
+ * public API, while the mix of value sizes keeps changing. One store per fork ({@link Store}).
+ *
+ * <p>The workload. A shared index of {@code keys} entries (default 16384) holds one value per
+ * key: its reference (a {@link CompactingHeap} handle or a native address), its segment where
+ * the store's {@code free} needs it ({@link SpanHeap}) and its size. 1024 shard locks guard it
+ * (shard {@code key & 1023}). Every key gets a value before the trial starts. One operation
+ * ({@link #op}) picks a key uniformly at random, then:
+ * <ul>
+ *   <li>75%: <em>read</em>: under the shard lock, read the value's first and last 8 bytes;</li>
+ *   <li>25%: <em>replace</em>: outside the lock, allocate a new value and write all of it; under
+ *       the lock, swap it into the index; after unlocking, free the old value. The old value was
+ *       allocated by whichever thread last replaced that key, so with several threads most frees
+ *       happen on another thread than the allocation.</li>
+ * </ul>
+ * Value sizes: uniform in 64 B..1 KiB during even 2-second phases and in 1..8 KiB during odd
+ * ones (phases counted from the end of the fill), and in either phase 0.2% of new values are
+ * uniform in 64 KiB..1 MiB. A value larger than the store's maximum object size is not stored:
+ * the key keeps its old value, and the value is counted as <em>rejected</em> and reported.
+ *
+ * <p>Every store gets the same bytes: each new value is a copy of the first {@code size} bytes
+ * of one prepared random segment, and no store zeroes (like with like). The stores:
+ * <ul>
+ *   <li>{@code COMPACTING}: {@code CompactingHeap.create()} (defaults, background compaction on)
+ *       plus a daemon thread calling {@code compact()} every 250 ms (250 ms after the previous
+ *       call returned). New value: {@code allocateFrom(source slice)}, which copies without
+ *       zeroing first. Read: {@code segment(h)} and two {@code get}s, resolving again if a
+ *       compaction closed the segment's epoch meanwhile. Free: {@code free(h)}.</li>
+ *   <li>{@code SPANHEAP}: {@code SpanHeap.create()}, {@code allocateUninitialized} and a copy;
+ *       read through the kept segment; {@code free(segment)}.</li>
+ *   <li>{@code MALLOC_FFM}, {@code JEMALLOC_FFM}, {@code MIMALLOC_FFM}: {@code malloc} /
+ *       {@code mi_malloc} and {@code free} / {@code mi_free} through critical FFM downcalls
+ *       ({@link NativeMallocPeer}), a copy; the index keeps the address, reads go to it.</li>
+ * </ul>
+ *
+ * <p>The shard locks are {@code ReentrantLock}s rather than monitors: the figures should be
+ * about the stores, and a {@code ReentrantLock} costs the same on every JDK this suite runs on,
+ * while {@code synchronized} changed its implementation between JDK 22 and 25 (lightweight
+ * locking by default since 23, monitors no longer pinning virtual threads since 24).
+ *
+ * <p>Score: operations (reads and replaces) per microsecond over all threads. At the end of a
+ * trial one line reports live bytes (the sum of the values' sizes), the store's committed bytes
+ * by its own statistics ({@code CompactingHeap}'s and {@code SpanHeap}'s {@code stats()},
+ * glibc's {@code mallinfo2()} which includes the JVM's own {@code malloc} use, mimalloc's
+ * {@code mi_process_info}; none for jemalloc), the process's RSS and the rejected count. Then
+ * it checks the first and last 8 bytes of every value against what was written, and fails the
+ * trial if any differ (a value lost or moved wrongly).
+ *
+ * <p>Run (2 s iterations, so that the 3 + 4 iterations cover both size phases):
+ * <pre>
+ * java --enable-native-access=ALL-UNNAMED -jar jmh/target/benchmarks.jar CacheChurnBenchmark -t 2
+ * java --enable-native-access=ALL-UNNAMED -jar jmh/target/benchmarks.jar CacheChurnBenchmark -t 2 \
+ *     -p store=COMPACTING,MALLOC_FFM -p keys=65536
+ * </pre>
+ * jemalloc and mimalloc are Debian's ({@code apt-get install libjemalloc2 libmimalloc2.0});
+ * jemalloc loads only with {@code GLIBC_TUNABLES=glibc.rtld.optional_static_tls=4096} in the
+ * environment (see {@link NativeMallocPeer}), else its trial fails with "jemalloc not found".
+ *
+ * <p>Memory mode ({@link #main}): the same churn on one store for a number of seconds, without
+ * JMH, printing every 250 ms the elapsed time, operations so far, live MiB, committed MiB,
+ * committed/live, RSS and the RSS growth since the start of the run divided by live bytes, then
+ * the maxima. Fix the Java heap so that RSS growth is off-heap memory:
+ * <pre>
+ * java --enable-native-access=ALL-UNNAMED -Xms512m -Xmx512m -XX:+AlwaysPreTouch \
+ *     -cp jmh/target/benchmarks.jar org.spanheap.jmh.CacheChurnBenchmark \
+ *     --store COMPACTING --seconds 60 --threads 2 --keys 16384
+ * </pre>
+ */
+@BenchmarkMode(Mode.Throughput)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+@Warmup(iterations = 3, time = 2)
+@Measurement(iterations = 4, time = 2)
+@Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", Allocator.HEAP_FLAG, Allocator.INLINE_FLAG,
+        Allocator.NETTY_UNSAFE_FLAG, Allocator.EXECUTOR_FLAG, Allocator.EXECUTOR_CLASS_FLAG})
+@State(Scope.Benchmark)
+public class CacheChurnBenchmark {
+
+    static final int SHARDS = 1024;
+    static final int SHARD_MASK = SHARDS - 1;
+    static final int SMALL_MIN = 64;
+    static final int SMALL_MAX = 1024;
+    static final int LARGE_MIN = 1024;
+    static final int LARGE_MAX = 8192;
+    static final int BIG_MIN = 64 << 10;
+    static final int BIG_MAX = 1 << 20;
+    /** One new value in 500 (0.2%) is a big one. */
+    static final int BIG_ONE_IN = 500;
+    static final long PHASE_NANOS = TimeUnit.SECONDS.toNanos(2);
+    static final long COMPACT_EVERY_MILLIS = 250;
+    static final long SEED = 42;
+
+    /** The stores compared; each opens fresh for a trial. */
+    public enum Store {
+        COMPACTING,
+        /** As {@code COMPACTING} with kappa infinite: only the periodic {@code compact()} moves objects. */
+        COMPACTING_NO_KAPPA,
+        SPANHEAP,
+        MALLOC_FFM,
+        JEMALLOC_FFM,
+        MIMALLOC_FFM;
+
+        /**
+         * @throws UnsupportedOperationException if the store's library does not load here
+         */
+        ValueStore open() {
+            return switch (this) {
+                case COMPACTING -> new CompactingStore(CompactingHeap.create());
+                case COMPACTING_NO_KAPPA -> new CompactingStore(
+                        CompactingHeap.builder().kappa(CompactingHeap.KAPPA_INFINITE).build());
+                case SPANHEAP -> new SpanHeapStore((SpanHeapPeer) Allocator.SPANHEAP.open());
+                case MALLOC_FFM -> new NativeStore(Allocator.MALLOC_FFM.open(),
+                        ChurnTarget.GlibcMallinfo::committedBytes);
+                case JEMALLOC_FFM -> new NativeStore(Allocator.JEMALLOC_FFM.open(), () -> -1);
+                case MIMALLOC_FFM -> new NativeStore(Allocator.MIMALLOC_FFM.open(),
+                        NativeMallocPeer.Mimalloc::committedBytes);
+            };
+        }
+    }
+
+    @Param({"COMPACTING", "COMPACTING_NO_KAPPA", "SPANHEAP", "MALLOC_FFM", "JEMALLOC_FFM", "MIMALLOC_FFM"})
+    public Store store;
+
+    /** Entries of the index, each holding one value. */
+    @Param("16384")
+    public int keys;
+
+    // The index: entry k is (refs[k], segments[k], sizes[k]), guarded by locks[k & SHARD_MASK].
+    private ReentrantLock[] locks;
+    private long[] refs;
+    private MemorySegment[] segments;
+    private int[] sizes;
+
+    private ValueStore valueStore;
+    private long maxValueSize;
+    private Arena sourceArena;
+    /** Random bytes; every new value is a copy of its first {@code size} bytes. */
+    private MemorySegment source;
+    private final LongAdder liveBytes = new LongAdder();
+    private final LongAdder rejected = new LongAdder();
+    /** Where the size phases count from. */
+    private long startNanos;
+
+    @Setup(Level.Trial)
+    public void open() {
+        if (keys <= 0) {
+            throw new IllegalArgumentException("keys must be positive: " + keys);
+        }
+        valueStore = store.open();
+        maxValueSize = valueStore.maxValueSize();
+        sourceArena = Arena.ofShared();
+        source = sourceArena.allocate(BIG_MAX, Long.BYTES);
+        SplittableRandom random = new SplittableRandom(SEED);
+        for (long offset = 0; offset < BIG_MAX; offset += Long.BYTES) {
+            source.set(ValueLayout.JAVA_LONG, offset, random.nextLong());
+        }
+        locks = new ReentrantLock[SHARDS];
+        for (int i = 0; i < SHARDS; i++) {
+            locks[i] = new ReentrantLock();
+        }
+        refs = new long[keys];
+        segments = new MemorySegment[keys];
+        sizes = new int[keys];
+        NewValue value = new NewValue();
+        for (int key = 0; key < keys; key++) {
+            int size = nextSize(random, 0);
+            while (size > maxValueSize) { // every key needs a value: draw again, but count it
+                rejected.increment();
+                size = nextSize(random, 0);
+            }
+            valueStore.allocate(source, size, value);
+            refs[key] = value.ref;
+            segments[key] = value.segment;
+            sizes[key] = size;
+            liveBytes.add(size);
+        }
+        startNanos = System.nanoTime();
+    }
+
+    /** Per-thread state: the random stream and the holder of the value being put. */
+    @State(Scope.Thread)
+    public static class ThreadState {
+        SplittableRandom random;
+        final NewValue newValue = new NewValue();
+
+        @Setup(Level.Trial)
+        public void seed(ThreadParams params) {
+            seedFor(params.getThreadIndex());
+        }
+
+        void seedFor(int threadIndex) {
+            random = new SplittableRandom(SEED + 1 + threadIndex);
+        }
+    }
+
+    @Benchmark
+    public long op(ThreadState thread) {
+        SplittableRandom random = thread.random;
+        int key = random.nextInt(keys);
+        if (random.nextInt(4) != 0) {
+            return read(key);
+        }
+        return replace(key, nextSize(random, System.nanoTime() - startNanos), thread.newValue);
+    }
+
+    private long read(int key) {
+        ReentrantLock lock = locks[key & SHARD_MASK];
+        lock.lock();
+        try {
+            return valueStore.readEnds(refs[key], segments[key], sizes[key]);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private long replace(int key, int size, NewValue value) {
+        if (size > maxValueSize) {
+            rejected.increment();
+            return 0;
+        }
+        valueStore.allocate(source, size, value); // outside the lock, as a cache would
+        long oldRef;
+        MemorySegment oldSegment;
+        int oldSize;
+        ReentrantLock lock = locks[key & SHARD_MASK];
+        lock.lock();
+        try {
+            oldRef = refs[key];
+            oldSegment = segments[key];
+            oldSize = sizes[key];
+            refs[key] = value.ref;
+            segments[key] = value.segment;
+            sizes[key] = size;
+        } finally {
+            lock.unlock();
+        }
+        liveBytes.add(size - oldSize);
+        // Unreachable now (readers hold the lock while they read), so free outside the lock.
+        valueStore.free(oldRef, oldSegment, oldSize);
+        return oldRef;
+    }
+
+    /** A new value's size, for {@code elapsedNanos} since the start of the size phases. */
+    static int nextSize(SplittableRandom random, long elapsedNanos) {
+        if (random.nextInt(BIG_ONE_IN) == 0) {
+            return random.nextInt(BIG_MIN, BIG_MAX + 1);
+        }
+        boolean largePhase = ((elapsedNanos / PHASE_NANOS) & 1) != 0;
+        return largePhase ? random.nextInt(LARGE_MIN, LARGE_MAX + 1) : random.nextInt(SMALL_MIN, SMALL_MAX + 1);
+    }
+
+    @TearDown(Level.Trial)
+    public void close() {
+        System.out.println();
+        System.out.println("  " + memoryLine());
+        int wrong = 0;
+        for (int key = 0; key < keys; key++) {
+            // A cheap check that the store kept what was written (moves included): the ends.
+            if (valueStore.readEnds(refs[key], segments[key], sizes[key]) != expectedEnds(sizes[key])) {
+                wrong++;
+            }
+            valueStore.free(refs[key], segments[key], sizes[key]);
+            segments[key] = null;
+        }
+        liveBytes.reset();
+        valueStore.close();
+        sourceArena.close();
+        if (wrong != 0) {
+            throw new IllegalStateException(store + ": " + wrong + " of " + keys + " values do not hold what was written");
+        }
+    }
+
+    /** What {@link ValueStore#readEnds} returns for an intact value of {@code size} bytes. */
+    private long expectedEnds(int size) {
+        return source.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) + source.get(ValueLayout.JAVA_LONG_UNALIGNED, size - 8);
+    }
+
+    /** Live, committed, RSS and rejected values, as the trial's teardown prints them. */
+    String memoryLine() {
+        long live = liveBytes.sum();
+        long committed = valueStore.committedBytes();
+        return String.format(Locale.ROOT, "cache churn %s: live %.1f MiB, committed %s, RSS %.1f MiB,"
+                + " rejected %d values (%s)%s", store, mib(live),
+                committed < 0 ? "n/a" : String.format(Locale.ROOT, "%.1f MiB (%.2f x live)", mib(committed),
+                        (double) committed / live),
+                mib(CompactChurnBenchmark.rssBytes()), rejected.sum(),
+                maxValueSize == Long.MAX_VALUE ? "no size limit" : "limit " + maxValueSize + " B",
+                valueStore.notes());
+    }
+
+    static double mib(long bytes) {
+        return bytes / (double) (1 << 20);
+    }
+
+    /** The value a thread is putting: what the store returned for it. */
+    static final class NewValue {
+        /** Handle or address. */
+        long ref;
+        /** The segment, for stores whose free takes it; else null. */
+        MemorySegment segment;
+    }
+
+    /**
+     * What the churn does with a store, the same calls for every store. A value is named by its
+     * reference, its segment (null for stores that do not need it) and its size, all of which the
+     * index keeps. Thread-safe; a value may be freed by any thread.
+     */
+    interface ValueStore extends AutoCloseable {
+
+        /** Largest value the store accepts, in bytes. */
+        long maxValueSize();
+
+        /** Allocates a value of {@code size} bytes holding the first {@code size} bytes of {@code source}. */
+        void allocate(MemorySegment source, int size, NewValue value);
+
+        /** Returns the sum of the value's first and last 8 bytes ({@code size >= 8}). */
+        long readEnds(long ref, MemorySegment segment, int size);
+
+        void free(long ref, MemorySegment segment, int size);
+
+        /** Bytes the store holds from the OS by its own statistics, or -1 if it has none. */
+        long committedBytes();
+
+        /** Extra figures for the report line, starting with ", ", or empty. */
+        default String notes() {
+            return "";
+        }
+
+        @Override
+        void close();
+    }
+
+    /** {@link CompactingHeap} with its defaults, compacted every 250 ms by a thread of its own. */
+    static final class CompactingStore implements ValueStore {
+        private final CompactingHeap heap;
+        private final Thread compactor;
+        private volatile boolean stopping;
+        private volatile Throwable compactorFailure;
+        private volatile long compactCalls;
+
+        CompactingStore(CompactingHeap heap) {
+            this.heap = heap;
+            compactor = Thread.ofPlatform().daemon().name("cache-churn-compact").unstarted(this::compactPeriodically);
+            compactor.start();
+        }
+
+        private void compactPeriodically() {
+            try {
+                while (!stopping) {
+                    Thread.sleep(COMPACT_EVERY_MILLIS);
+                    heap.compact();
+                    compactCalls++; // one writer
+                }
+            } catch (InterruptedException e) {
+                // close() stops us
+            } catch (Throwable t) {
+                compactorFailure = t;
+            }
+        }
+
+        @Override
+        public long maxValueSize() {
+            return heap.maxObjectSize();
+        }
+
+        @Override
+        public void allocate(MemorySegment source, int size, NewValue value) {
+            value.ref = allocateCopy(source, size);
+            value.segment = null;
+        }
+
+        /** A new object holding the first {@code size} bytes of {@code source}, not zeroed first. */
+        private long allocateCopy(MemorySegment source, int size) {
+            return heap.allocateFrom(source.asSlice(0, size));
+        }
+
+        @Override
+        public long readEnds(long handle, MemorySegment unused, int size) {
+            MemorySegment s = heap.segment(handle);
+            try {
+                return s.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) + s.get(ValueLayout.JAVA_LONG_UNALIGNED, size - 8);
+            } catch (IllegalStateException e) {
+                return readEndsAgain(handle, size, s, e);
+            }
+        }
+
+        /** Out of line: a compaction closed the segment's epoch; resolve again until a read completes. */
+        private long readEndsAgain(long handle, int size, MemorySegment s, IllegalStateException e) {
+            for (;;) {
+                if (s.scope().isAlive()) {
+                    throw e; // not an epoch change
+                }
+                s = heap.segment(handle);
+                try {
+                    return s.get(ValueLayout.JAVA_LONG_UNALIGNED, 0)
+                            + s.get(ValueLayout.JAVA_LONG_UNALIGNED, size - 8);
+                } catch (IllegalStateException again) {
+                    e = again;
+                }
+            }
+        }
+
+        @Override
+        public void free(long handle, MemorySegment unused, int size) {
+            heap.free(handle);
+        }
+
+        @Override
+        public long committedBytes() {
+            return heap.stats().committedBytes();
+        }
+
+        @Override
+        public String notes() {
+            CompactingHeapStats s = heap.stats();
+            return String.format(Locale.ROOT, ", compact() calls %d, moved %.1f MiB, large objects %d",
+                    compactCalls, mib(s.movedBytes()), s.largeObjects());
+        }
+
+        @Override
+        public void close() {
+            stopping = true;
+            compactor.interrupt();
+            try {
+                compactor.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            heap.close();
+            if (compactorFailure != null) {
+                throw new IllegalStateException("compact() failed", compactorFailure);
+            }
+        }
+    }
+
+    /** {@link SpanHeap}: uninitialized blocks; the index keeps the segment for {@code free}. */
+    static final class SpanHeapStore implements ValueStore {
+        private final SpanHeapPeer peer;
+
+        SpanHeapStore(SpanHeapPeer peer) {
+            this.peer = peer;
+        }
+
+        @Override
+        public long maxValueSize() {
+            return Long.MAX_VALUE;
+        }
+
+        @Override
+        public void allocate(MemorySegment source, int size, NewValue value) {
+            MemorySegment block = (MemorySegment) peer.allocate(size);
+            MemorySegment.copy(source, 0, block, 0, size);
+            value.ref = block.address();
+            value.segment = block;
+        }
+
+        @Override
+        public long readEnds(long unused, MemorySegment block, int size) {
+            return block.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) + block.get(ValueLayout.JAVA_LONG_UNALIGNED, size - 8);
+        }
+
+        @Override
+        public void free(long unused, MemorySegment block, int size) {
+            peer.free(block);
+        }
+
+        @Override
+        public long committedBytes() {
+            return peer.committedBytes();
+        }
+
+        @Override
+        public String notes() {
+            HeapStats s = peer.stats();
+            return String.format(Locale.ROOT, ", heap's own: live %.1f MiB, cached in threads %.1f MiB, resident %.1f MiB,"
+                    + " large %.1f MiB (%d), spans hot/floating/reusable/free %d/%d/%d/%d", mib(s.liveBytes()),
+                    mib(s.cachedBytes()), mib(s.residentBytes()), mib(s.largeBytes()), s.largeCount(), s.spansHot(),
+                    s.spansFloating(), s.spansReusable(), s.spansFree());
+        }
+
+        @Override
+        public void close() {
+            peer.close();
+        }
+    }
+
+    /** A C allocator through FFM downcalls; the index keeps the address. */
+    @SuppressWarnings("restricted") // reads at raw addresses are what a user of malloc does
+    static final class NativeStore implements ValueStore {
+        /** All of memory, to read a value at its address without building a segment per read. */
+        private static final MemorySegment ALL_MEMORY = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+
+        private final Peer peer;
+        private final LongSupplier committed;
+
+        NativeStore(Peer peer, LongSupplier committed) {
+            this.peer = peer;
+            this.committed = committed;
+        }
+
+        @Override
+        public long maxValueSize() {
+            return Long.MAX_VALUE;
+        }
+
+        @Override
+        public void allocate(MemorySegment source, int size, NewValue value) {
+            MemorySegment block = peer.segment(peer.allocate(size));
+            MemorySegment.copy(source, 0, block, 0, size);
+            value.ref = block.address();
+            value.segment = null;
+        }
+
+        @Override
+        public long readEnds(long address, MemorySegment unused, int size) {
+            return ALL_MEMORY.get(ValueLayout.JAVA_LONG_UNALIGNED, address)
+                    + ALL_MEMORY.get(ValueLayout.JAVA_LONG_UNALIGNED, address + size - 8);
+        }
+
+        @Override
+        public void free(long address, MemorySegment unused, int size) {
+            peer.free(MemorySegment.ofAddress(address));
+        }
+
+        @Override
+        public long committedBytes() {
+            return committed.getAsLong();
+        }
+
+        @Override
+        public void close() {
+            peer.close();
+        }
+    }
+
+    /** Memory mode: a sample slower than this says so (the store's stats may wait on its work). */
+    static final long SLOW_SAMPLE_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
+
+    /** Keeps the memory mode's reads from being optimised away. */
+    static volatile long sink;
+
+    /**
+     * Memory mode: the churn on one store for {@code --seconds} with {@code --threads} threads,
+     * sampled every 250 ms (see the class comment). Options: {@code --store}, {@code --seconds},
+     * {@code --threads}, {@code --keys}, {@code --help}.
+     */
+    public static void main(String[] args) throws Exception {
+        OptionParser parser = new OptionParser();
+        OptionSpec<Store> storeOption = parser.accepts("store", "the store: COMPACTING, SPANHEAP, MALLOC_FFM,"
+                + " JEMALLOC_FFM, MIMALLOC_FFM").withRequiredArg().describedAs("STORE").ofType(Store.class)
+                .defaultsTo(Store.COMPACTING);
+        OptionSpec<Double> secondsOption = parser.accepts("seconds", "how long the churn runs")
+                .withRequiredArg().describedAs("S").ofType(Double.class).defaultsTo(10.0);
+        OptionSpec<Integer> threadsOption = parser.accepts("threads", "churning threads")
+                .withRequiredArg().describedAs("N").ofType(Integer.class).defaultsTo(2);
+        OptionSpec<Integer> keysOption = parser.accepts("keys", "entries of the index")
+                .withRequiredArg().describedAs("N").ofType(Integer.class).defaultsTo(16384);
+        OptionSpec<Void> helpOption = parser.accepts("help", "this text").forHelp();
+        Store store;
+        double seconds;
+        int threads;
+        int keys;
+        try {
+            OptionSet options = parser.parse(args);
+            if (options.has(helpOption)) {
+                System.out.println("Memory mode of CacheChurnBenchmark: the cache churn on one store, sampled"
+                        + " every 250 ms.");
+                parser.printHelpOn(System.out);
+                return;
+            }
+            store = options.valueOf(storeOption); // values convert here, so inside the try
+            seconds = options.valueOf(secondsOption);
+            threads = options.valueOf(threadsOption);
+            keys = options.valueOf(keysOption);
+        } catch (OptionException e) {
+            System.err.println(e.getMessage());
+            parser.printHelpOn(System.err);
+            System.exit(2);
+            return;
+        }
+        if (seconds <= 0 || threads <= 0 || keys <= 0) {
+            System.err.println("--seconds, --threads and --keys must be positive");
+            System.exit(2);
+        }
+        try {
+            store.open().close(); // fails early, before the run's header, where a library does not load
+        } catch (UnsupportedOperationException | LinkageError e) {
+            System.err.println(store + " is not available here: " + e.getMessage());
+            System.exit(MemoryChurn.EXIT_UNAVAILABLE);
+        }
+        runMemoryMode(store, seconds, threads, keys);
+    }
+
+    static void runMemoryMode(Store store, double seconds, int threads, int keys) throws InterruptedException {
+        boolean heapFixed = ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
+                .anyMatch(a -> a.startsWith("-Xms"));
+        System.gc();
+        long rssAtStart = CompactChurnBenchmark.rssBytes();
+        System.out.printf(Locale.ROOT, "cache churn memory mode: store %s, %d threads, %d keys, %.1f s on Java %s;"
+                + " RSS at start %.1f MiB%n", store, threads, keys, seconds, Runtime.version(), mib(rssAtStart));
+        if (!heapFixed) {
+            System.out.println("  (Java heap not fixed: RSS growth includes the Java heap's; run with"
+                    + " -Xms512m -Xmx512m -XX:+AlwaysPreTouch)");
+        }
+        CacheChurnBenchmark bench = new CacheChurnBenchmark();
+        bench.store = store;
+        bench.keys = keys;
+        bench.open();
+
+        LongAdder ops = new LongAdder();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        AtomicBoolean stop = new AtomicBoolean();
+        List<Thread> workers = new ArrayList<>();
+        for (int i = 0; i < threads; i++) {
+            ThreadState state = new ThreadState();
+            state.seedFor(i);
+            Thread worker = Thread.ofPlatform().daemon().name("cache-churn-" + i).unstarted(() -> {
+                try {
+                    long sum = 0;
+                    while (!stop.get()) {
+                        for (int n = 0; n < 1024; n++) {
+                            sum += bench.op(state);
+                        }
+                        ops.add(1024);
+                    }
+                    sink = sum;
+                } catch (Throwable t) {
+                    failure.compareAndSet(null, t);
+                }
+            });
+            workers.add(worker);
+        }
+        long start = System.nanoTime();
+        workers.forEach(Thread::start);
+
+        long end = start + (long) (seconds * 1e9);
+        long sampleEvery = TimeUnit.MILLISECONDS.toNanos(250);
+        long next = start + sampleEvery;
+        double maxLive = 0;
+        double maxCommitted = -1;
+        double maxCommittedPerLive = -1;
+        double maxRss = 0;
+        double maxGrowthPerLive = 0;
+        long longestSampleNanos = 0;
+        while (next <= end && failure.get() == null) {
+            long wait = next - System.nanoTime();
+            if (wait > 0) {
+                TimeUnit.NANOSECONDS.sleep(wait);
+            }
+            long sampleStart = System.nanoTime();
+            // Live right after committed: a store's stats() may wait, and live moves meanwhile.
+            long committed = bench.valueStore.committedBytes();
+            long live = bench.liveBytes.sum();
+            long rss = CompactChurnBenchmark.rssBytes();
+            long sampleNanos = System.nanoTime() - sampleStart;
+            longestSampleNanos = Math.max(longestSampleNanos, sampleNanos);
+            double growthPerLive = (double) (rss - rssAtStart) / live;
+            System.out.printf(Locale.ROOT, "  %6.2f s  ops %,12d  live %8.1f MiB  committed %s  RSS %8.1f MiB"
+                    + "  RSS growth/live %5.2f%s%n", (System.nanoTime() - start) / 1e9, ops.sum(), mib(live),
+                    committed < 0 ? "     n/a                    "
+                            : String.format(Locale.ROOT, "%8.1f MiB  committed/live %5.2f", mib(committed),
+                                    (double) committed / live), mib(rss), growthPerLive,
+                    sampleNanos > SLOW_SAMPLE_NANOS ? String.format(Locale.ROOT, "  (sample took %.0f ms)",
+                            sampleNanos / 1e6) : "");
+            maxLive = Math.max(maxLive, mib(live));
+            if (committed >= 0) {
+                maxCommitted = Math.max(maxCommitted, mib(committed));
+                maxCommittedPerLive = Math.max(maxCommittedPerLive, (double) committed / live);
+            }
+            maxRss = Math.max(maxRss, mib(rss));
+            maxGrowthPerLive = Math.max(maxGrowthPerLive, growthPerLive);
+            do { // a late sample (the sampler was starved, or a store's stats waited) skips the missed ticks
+                next += sampleEvery;
+            } while (next < System.nanoTime());
+        }
+        stop.set(true);
+        for (Thread worker : workers) {
+            worker.join();
+        }
+        double elapsed = (System.nanoTime() - start) / 1e9;
+        if (failure.get() != null) {
+            throw new IllegalStateException("cache churn on " + store + " failed", failure.get());
+        }
+        System.out.printf(Locale.ROOT, "max: live %.1f MiB, committed %s, committed/live %s, RSS %.1f MiB,"
+                + " RSS growth/live %.2f; %.2f ops/us over %.1f s; longest sample (stats and RSS) %.1f ms%n", maxLive,
+                maxCommitted < 0 ? "n/a" : String.format(Locale.ROOT, "%.1f MiB", maxCommitted),
+                maxCommittedPerLive < 0 ? "n/a" : String.format(Locale.ROOT, "%.2f", maxCommittedPerLive),
+                maxRss, maxGrowthPerLive, ops.sum() / elapsed / 1e6, elapsed, longestSampleNanos / 1e6);
+        bench.close();
+    }
+}
