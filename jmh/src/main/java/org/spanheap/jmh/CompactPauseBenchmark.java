@@ -115,6 +115,10 @@ public final class CompactPauseBenchmark {
                 .ofType(Integer.class).defaultsTo(256);
         OptionSpec<Integer> batchOpt = parser.accepts("batch-kib", "reclaim batch of the heap, KiB").withRequiredArg()
                 .ofType(Integer.class).defaultsTo(1024);
+        OptionSpec<Integer> compactOpt = parser.accepts("compact-ms", "ms between compact() calls (0: none)")
+                .withRequiredArg().ofType(Integer.class).defaultsTo(250);
+        OptionSpec<Integer> intervalOpt = parser.accepts("interval-ms", "the heap's compaction interval, ms")
+                .withRequiredArg().ofType(Integer.class).defaultsTo(100);
         parser.accepts("verbose", "print the heap's memory figures every second");
         parser.accepts("mapped-pages", "pages mapped one by one instead of the default page source");
         parser.accepts("help").forHelp();
@@ -130,11 +134,13 @@ public final class CompactPauseBenchmark {
                 + " | epoch close p50 | p99 | max | relocate p50 | p99 | max | rounds/s |");
         System.out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         verbose = o.has("verbose");
+        compactMillis = o.valueOf(compactOpt);
         boolean mapped = o.has("mapped-pages");
         int kappa = o.valueOf(kappaOpt);
         CompactingHeap.Builder builder = CompactingHeap.builder()
                 .kappa(kappa == 0 ? CompactingHeap.KAPPA_INFINITE : kappa).iota(o.valueOf(iotaOpt) * 1024L)
-                .reclaimBatchBytes(o.valueOf(batchOpt) * 1024L);
+                .reclaimBatchBytes(o.valueOf(batchOpt) * 1024L)
+                .compactionInterval(java.time.Duration.ofMillis(o.valueOf(intervalOpt)));
         if (mapped) {
             builder.mappedPages();
         }
@@ -147,6 +153,7 @@ public final class CompactPauseBenchmark {
     }
 
     static boolean verbose;
+    static int compactMillis;
 
     static void run(CompactingHeap.Builder builder, int alive, int mutators, int keys, int seconds)
             throws Exception {
@@ -201,9 +208,9 @@ public final class CompactPauseBenchmark {
             double maxRatio = 0;
             while (System.nanoTime() < deadline) {
                 LockSupport.parkNanos(10_000_000L);
-                if (System.nanoTime() >= nextCompact) {
+                if (compactMillis > 0 && System.nanoTime() >= nextCompact) {
                     heap.compact();
-                    nextCompact += 250_000_000L;
+                    nextCompact += compactMillis * 1_000_000L;
                 }
                 if (System.nanoTime() >= nextSample) {
                     var st = heap.stats();

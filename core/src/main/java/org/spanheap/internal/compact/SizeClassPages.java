@@ -56,19 +56,34 @@ final class SizeClassPages {
     }
 
     /**
-     * The page to allocate in: the most recently filed not-full page that has
-     * room and is not being emptied by a round, or null. (A page that a round
-     * filled with planned moves stays listed as not-full until the round
-     * re-files it.)
+     * The page to allocate in: the last one used while it has room and is not
+     * being emptied by a round, else the most recently filed not-full page that
+     * qualifies (a page that a round filled with planned moves stays listed as
+     * not-full until the round re-files it), or null. O(1) but after a change
+     * of page.
      */
     Page allocationPage() {
+        Page p = current;
+        if (p != null && !p.evacuating && !p.isFull() && p.pagePos >= 0) {
+            return p;
+        }
         for (int i = notFullCount - 1; i >= 0; i--) {
-            Page p = notFull[i];
+            p = notFull[i];
             if (!p.evacuating && !p.isFull()) {
+                current = p;
                 return p;
             }
         }
+        current = null;
         return null;
+    }
+
+    /** The page allocations go to while it has room (see {@link #allocationPage()}). */
+    private Page current;
+
+    /** Makes {@code p} the allocation page (a new page). */
+    void allocateIn(Page p) {
+        current = p;
     }
 
     void addPage(Page p) {
@@ -125,18 +140,6 @@ final class SizeClassPages {
             free += notFull[i].freeCount();
         }
         return free * blockSize;
-    }
-
-    /** The not-full page to empty next: the least used one not being emptied already, or null. */
-    Page leastUsedNotFull() {
-        Page src = null;
-        for (int i = 0; i < notFullCount; i++) {
-            Page p = notFull[i];
-            if (!p.evacuating && (src == null || p.used < src.used)) {
-                src = p;
-            }
-        }
-        return src;
     }
 
     /** Where moved blocks go: the fullest not-full page that is not being emptied, or null. */
