@@ -45,10 +45,11 @@ public final class Demo {
         System.out.println("""
 
                 live: the cache's entry bytes (header + key + value) at the end of the run, the bound is the cache's;
-                committed: the store's memory (compacting heap: its pages; malloc: growth of glibc's mallinfo2
-                arena + mmap bytes during the run); resident: the store's own estimate (mmap pages: all committed
-                pages; span-heap pages: the span heap's resident bytes); RSS growth: the process's VmRSS now minus
-                when the run started (the Java heap is fixed and pre-touched); moved: bytes compaction copied.""");
+                committed: the store's memory (compacting heap: its pages, a small reserve of empty pages and
+                large objects' mappings; malloc: growth of glibc's mallinfo2 arena + mmap bytes during the run);
+                resident: the store's own estimate (compacting heap: its committed bytes, all of them written, and
+                emptied pages go back to the OS); RSS growth: the process's VmRSS now minus when the run started
+                (the Java heap is fixed and pre-touched); moved: bytes compaction copied.""");
         if (results.stream().anyMatch(r -> r.errors() != 0)) {
             System.exit(1);
         }

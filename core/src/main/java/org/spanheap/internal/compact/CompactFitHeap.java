@@ -64,6 +64,13 @@ public final class CompactFitHeap {
     private final int kappa;
     private final long iota;
     private final long reclaimBatchBytes;
+    /**
+     * A page is emptied by a background pass only after it has been not-full this long (the
+     * compaction interval): under churn the objects left in a page with fresh holes tend to die
+     * soon as well, and moving them is wasted work. {@code compact()} and {@code relocate()}
+     * do not wait.
+     */
+    private final long minSourceAgeNanos;
     /** Pace of the background thread's compaction passes (see {@link #compactionDue()}). */
     private final long passIntervalNanos;
     /** Written by the compactor thread only (under roundLock), read by it in hasWork. */
@@ -123,6 +130,7 @@ public final class CompactFitHeap {
     private CompactFitHeap(PageSource source, int kappa, long iota, long reclaimBatchBytes, long passIntervalNanos,
             boolean background) {
         this.passIntervalNanos = passIntervalNanos;
+        this.minSourceAgeNanos = background ? passIntervalNanos : 0; // kappa after every free: no waiting
         this.source = source;
         this.pageSize = source.pageSize();
         this.sizes = new BlockSizes(pageSize);
@@ -452,7 +460,7 @@ public final class CompactFitHeap {
         } else if (pending >= HELP_FACTOR * batchBytes && roundLock.tryLock()) {
             try { // the compactor fell behind (threads outnumber cores): bound the limbo ourselves
                 if (!closed) {
-                    round(kappa);
+                    round(kappa, 0);
                 }
             } finally {
                 roundLock.unlock();
@@ -469,7 +477,7 @@ public final class CompactFitHeap {
         long moved = 0;
         for (int guard = 0; guard < 1_000_000; guard++) {
             boolean pendingLimbo = limbo.get() != 0;
-            long m = round(goal);
+            long m = round(goal, 0);
             moved += m;
             if (m == 0 && !pendingLimbo && !anyOver(goal)) {
                 break;
@@ -496,9 +504,20 @@ public final class CompactFitHeap {
      * rounds and half the throughput, docs/compacting-heap.md).
      */
     private boolean compactionDue() {
-        return kappa != Integer.MAX_VALUE && anyOver(kappa)
-                && (passRunning || System.nanoTime() - passEnded >= passIntervalNanos || wasteful());
+        if (kappa == Integer.MAX_VALUE || !anyOver(kappa)) {
+            return false;
+        }
+        long now = System.nanoTime();
+        if (now - fruitlessRound < FRUITLESS_BACKOFF_NANOS) {
+            return false; // the last compaction round found nothing to move: let allocation and frees act first
+        }
+        return passRunning || now - passEnded >= passIntervalNanos || wasteful();
     }
+
+    /** After a compaction round that could move nothing, wait this long before the next (no busy loop). */
+    private static final long FRUITLESS_BACKOFF_NANOS = 10_000_000L;
+    /** When the last compaction round moved nothing (compactor thread only). */
+    private long fruitlessRound = System.nanoTime() - FRUITLESS_BACKOFF_NANOS;
 
     /**
      * Whether more than a tenth of the page bytes hold no object (freed objects
@@ -532,11 +551,14 @@ public final class CompactFitHeap {
         try {
             if (!closed) {
                 boolean compacting = compactionDue();
-                round(compacting ? kappa : Integer.MAX_VALUE);
+                long moved = round(compacting ? kappa : Integer.MAX_VALUE, minSourceAgeNanos);
                 if (compacting) {
-                    passRunning = anyOver(kappa);
+                    passRunning = moved > 0 && anyOver(kappa);
                     if (!passRunning) {
                         passEnded = System.nanoTime();
+                    }
+                    if (moved == 0) {
+                        fruitlessRound = passEnded;
                     }
                 }
             }
@@ -563,12 +585,12 @@ public final class CompactFitHeap {
      * copies and publishes the moves, releases moved-from and freed blocks.
      * Returns the bytes moved.
      */
-    private long round(int goal) {
+    private long round(int goal, long minAge) {
         CompactionRoundEvent event = new CompactionRoundEvent();
         event.begin();
         long t0 = System.nanoTime();
         int freed = (int) limbo.getAndSet(0); // volatile: the pushers' links are visible
-        long planned = goal == Integer.MAX_VALUE ? 0 : planMoves(goal);
+        long planned = goal == Integer.MAX_VALUE ? 0 : planMoves(goal, minAge);
         if (freed == HandleTable.NO_INDEX && moveCount == 0) {
             return 0;
         }
@@ -607,7 +629,7 @@ public final class CompactFitHeap {
      * a class with n not-full pages costs O(n log n), not a scan per move (a
      * size-mix shift leaves hundreds of not-full pages in a class).
      */
-    private long planMoves(int goal) {
+    private long planMoves(int goal, long minAge) {
         long bytes = 0;
         moveCount = 0;
         for (SizeClassPages c : classes) {
@@ -632,8 +654,13 @@ public final class CompactFitHeap {
                 Arrays.sort(candidates, 0, n, FULLEST_FIRST);
                 int front = 0, back = n - 1, emptied = 0;
                 Page dst = candidates[front];
+                long now = System.nanoTime();
                 while (front < back && n - emptied > goal && bytes < iota) {
                     Page src = candidates[back];
+                    if (now - src.notFullSince < minAge) {
+                        back--; // its holes are recent: its other objects may die soon too, moving them is waste
+                        continue;
+                    }
                     src.evacuating = true; // allocation avoids it until the round re-files it
                     int movesBefore = moveCount;
                     for (int slot = 0; slot < src.owner.length; slot++) {

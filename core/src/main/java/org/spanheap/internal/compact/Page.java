@@ -20,6 +20,8 @@ final class Page {
     int used;
     /** Position in the class's not-full list, or -1. */
     int notFullPos = -1;
+    /** {@code System.nanoTime()} when the page last joined the not-full list. */
+    long notFullSince;
     /** Position in the class's list of all pages. */
     int pagePos = -1;
     /** Set while a compaction round moves blocks out of this page: allocation avoids it. */

@@ -111,6 +111,7 @@ final class SizeClassPages {
             notFull = Arrays.copyOf(notFull, notFullCount * 2);
         }
         p.notFullPos = notFullCount;
+        p.notFullSince = System.nanoTime();
         notFull[notFullCount++] = p;
     }
 
