@@ -466,4 +466,39 @@ class SpanHeapTest {
             assertEquals(0, direct.stats().liveBytes());
         }
     }
+
+    /**
+     * A block mapped for itself (over 32 MiB, unmapped by its free) carries a scope of its
+     * own: a use after free throws instead of faulting the JVM (it once crashed it with
+     * SIGSEGV), and so does a use after the heap's close.
+     */
+    @Test
+    void individuallyMappedBlockUsedAfterFreeThrows() {
+        long size = 40L << 20;
+        try (SpanHeap heap = SpanHeap.create()) {
+            MemorySegment canary = heap.allocate(64);
+            canary.set(JAVA_LONG, 0, 42);
+            MemorySegment s = heap.allocateUninitialized(size);
+            s.set(JAVA_LONG, size - 8, 7);
+            assertEquals(7, s.get(JAVA_LONG, size - 8));
+            assertTrue(heap.usableSize(s) >= size);
+            heap.free(s);
+            assertThrows(IllegalStateException.class, () -> s.get(JAVA_LONG, 0));
+            assertThrows(IllegalStateException.class, () -> s.set(JAVA_LONG, size - 8, 1));
+            var e = assertThrows(IllegalStateException.class, () -> heap.free(s));
+            assertTrue(e.getMessage().startsWith("double free"), e.getMessage());
+            MemorySegment t = heap.allocate(size);
+            assertThrows(IllegalArgumentException.class, () -> heap.free(t.asSlice(4096)), "interior");
+            assertThrows(IllegalArgumentException.class, () -> heap.free(MemorySegment.ofAddress(t.address())
+                    .reinterpret(size)), "same address, not the heap's segment");
+            assertEquals(0, t.get(JAVA_LONG, size - 8), "zeroed");
+            heap.free(t);
+            assertEquals(42, canary.get(JAVA_LONG, 0), "nothing else touched");
+            heap.free(canary);
+        }
+        SpanHeap heap = SpanHeap.create();
+        MemorySegment u = heap.allocate(size);
+        heap.close();
+        assertThrows(IllegalStateException.class, () -> u.get(JAVA_BYTE, 0), "after close");
+    }
 }

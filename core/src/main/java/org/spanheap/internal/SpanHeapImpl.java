@@ -476,7 +476,56 @@ public final class SpanHeapImpl {
     }
 
     private MemorySegment largeSegment(long address, long size) {
-        return MemorySegment.ofAddress(address).reinterpret(size, lifetime, null);
+        if (size <= UNMAPPED_ON_FREE) {
+            return MemorySegment.ofAddress(address).reinterpret(size, lifetime, null);
+        }
+        // Mapped for this block alone and unmapped by its free: a scope of its own, closed
+        // before the unmap, so that a use after free throws instead of faulting the JVM.
+        Arena own = Arena.ofShared();
+        MemorySegment s = MemorySegment.ofAddress(address).reinterpret(size, own, null);
+        ownScopes.put(address, own);
+        if (!scope.isAlive() && ownScopes.remove(address, own)) {
+            closeScope(own);             // raced with close(): the heap is gone, and so is the block
+            throw closed();
+        }
+        return s;
+    }
+
+    /**
+     * Blocks larger than this are mapped for themselves and unmapped when freed (the native
+     * core keeps no freed mapping over {@code SH_LARGE_CACHE_ONE}, 32 MiB, internal.h); 64 KiB
+     * below it, so that a block whose mapping just crosses it (header, page rounding) is
+     * counted in. Smaller freed mappings may be kept for reuse: a use after free of those,
+     * like that of a small block, reaches memory the heap hands out again (docs/java-core.md).
+     */
+    static final long UNMAPPED_ON_FREE = (32L << 20) - (64L << 10);
+
+    /**
+     * Scopes of the live individually mapped blocks, by address. One shared arena each:
+     * creating it costs about a microsecond and closing it a handshake (tens of microseconds),
+     * small beside mapping, touching and unmapping 32 MiB.
+     */
+    private final java.util.concurrent.ConcurrentHashMap<Long, Arena> ownScopes =
+            new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** The scope of an individually mapped block of this heap that {@code segment} starts, or null. */
+    private Arena ownScopeOf(MemorySegment segment) {
+        Arena own = ownScopes.get(segment.address());
+        return own != null && own.scope() == segment.scope() ? own : null;
+    }
+
+    private static void closeScope(Arena arena) {
+        for (;;) {
+            try {
+                arena.close();             // handshake: no access through its segments is in progress
+                return;
+            } catch (IllegalStateException e) {
+                if (!arena.scope().isAlive()) {
+                    return;
+                }
+                Thread.onSpinWait();       // a downcall holds it (short): retry
+            }
+        }
     }
 
     /** {@return the calling thread's cache array, created on first use; null on a virtual thread} */
@@ -549,8 +598,26 @@ public final class SpanHeapImpl {
     /** Frees a segment from {@link #segment}; checks it is a live block of this heap. */
     public void free(MemorySegment segment) {
         if (segment.scope() != scope) {
+            freeOwnScope(segment);
+            return;
+        }
+        freeAddress(segment.address());
+    }
+
+    /** Frees an individually mapped block: closes its scope, then frees (unmaps) it. */
+    private void freeOwnScope(MemorySegment segment) {
+        Arena own = ownScopeOf(segment);
+        if (own == null) {
+            if (!segment.scope().isAlive() && segment.isNative() && scope.isAlive()
+                    && segment.byteSize() > UNMAPPED_ON_FREE) {
+                throw doubleFree(segment.address()); // its own scope was closed by the first free
+            }
             throw foreign(segment);
         }
+        if (!ownScopes.remove(segment.address(), own)) {
+            throw doubleFree(segment.address());     // another thread freed it just now
+        }
+        closeScope(own);
         freeAddress(segment.address());
     }
 
@@ -866,7 +933,7 @@ public final class SpanHeapImpl {
 
     /** {@return the usable bytes of the live block at the segment's address} */
     public long usableSize(MemorySegment segment) {
-        if (segment.scope() != scope) {
+        if (segment.scope() != scope && ownScopeOf(segment) == null) {
             if (!scope.isAlive()) {
                 throw closed();
             }
@@ -934,6 +1001,10 @@ public final class SpanHeapImpl {
                 Thread.onSpinWait();
             }
         }
+        for (Arena own : ownScopes.values()) {
+            closeScope(own);                       // segments of individually mapped blocks die too
+        }
+        ownScopes.clear();
         releaseRef();
     }
 
