@@ -158,7 +158,10 @@ public final class SpanHeap implements AutoCloseable {
     /**
      * Frees a segment that {@code allocate} or {@code allocateUninitialized} of this heap
      * returned. Any thread may free any block. The segment (and slices of it) must not be
-     * accessed afterwards: the memory may be handed out again.
+     * accessed afterwards: the memory may be handed out again. A block of more than
+     * 32 MiB less 64 KiB, which is mapped for itself and unmapped here, has a scope of its
+     * own that this method closes: an access after the free throws
+     * {@link IllegalStateException}. For smaller blocks a use after free is not detected.
      *
      * {@snippet :
      * MemorySegment s = heap.allocate(64);
@@ -177,7 +180,9 @@ public final class SpanHeap implements AutoCloseable {
      * @implNote The checks (address in the arena, span header, block boundary, free mark)
      * run in Java without a native call. A double free is always detected when the
      * frees happen one after the other; two threads freeing the same block at the same
-     * instant is a caller bug that this check does not promise to catch.
+     * instant is a caller bug that this check does not promise to catch. Freeing a block
+     * of more than 32 MiB closes its scope, a handshake with all threads (tens of
+     * microseconds).
      */
     public void free(MemorySegment segment) {
         impl.free(segment);
