@@ -485,7 +485,7 @@ public final class SpanHeapImpl {
         MemorySegment s = MemorySegment.ofAddress(address).reinterpret(size, own, null);
         ownScopes.put(address, own);
         if (!scope.isAlive() && ownScopes.remove(address, own)) {
-            closeScope(own);             // raced with close(): the heap is gone, and so is the block
+            SharedArenas.close(own);             // raced with close(): the heap is gone, and so is the block
             throw closed();
         }
         return s;
@@ -512,20 +512,6 @@ public final class SpanHeapImpl {
     private Arena ownScopeOf(MemorySegment segment) {
         Arena own = ownScopes.get(segment.address());
         return own != null && own.scope() == segment.scope() ? own : null;
-    }
-
-    private static void closeScope(Arena arena) {
-        for (;;) {
-            try {
-                arena.close();             // handshake: no access through its segments is in progress
-                return;
-            } catch (IllegalStateException e) {
-                if (!arena.scope().isAlive()) {
-                    return;
-                }
-                Thread.onSpinWait();       // a downcall holds it (short): retry
-            }
-        }
     }
 
     /** {@return the calling thread's cache array, created on first use; null on a virtual thread} */
@@ -617,7 +603,7 @@ public final class SpanHeapImpl {
         if (!ownScopes.remove(segment.address(), own)) {
             throw doubleFree(segment.address());     // another thread freed it just now
         }
-        closeScope(own);
+        SharedArenas.close(own);
         freeAddress(segment.address());
     }
 
@@ -992,17 +978,9 @@ public final class SpanHeapImpl {
         if (!CLOSING.compareAndSet(this, false, true)) {
             return;                                // closed, or being closed by another thread
         }
-        while (true) {
-            try {
-                lifetime.close();                  // handshake: no thread is inside an access now
-                break;
-            } catch (IllegalStateException e) {
-                // A downcall holds the scope (it is short and no new ones start): retry.
-                Thread.onSpinWait();
-            }
-        }
+        SharedArenas.close(lifetime);              // handshake: no thread is inside an access now
         for (Arena own : ownScopes.values()) {
-            closeScope(own);                       // segments of individually mapped blocks die too
+            SharedArenas.close(own);                       // segments of individually mapped blocks die too
         }
         ownScopes.clear();
         releaseRef();

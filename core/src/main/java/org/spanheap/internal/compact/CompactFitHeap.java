@@ -601,11 +601,7 @@ public final class CompactFitHeap {
             batchBytes = Math.max(reclaimBatchBytes, (source.committedBytes() + largeMapped.get()) / 32);
         }
         if (planned > 0) {
-            long t = System.nanoTime() - t0;
-            movedBytes += moved;
-            increments++;
-            totalIncrementNanos += t;
-            maxIncrementNanos = Math.max(maxIncrementNanos, t);
+            countIncrement(moved, t0);
         }
         event.end();
         if (event.shouldCommit()) {
@@ -616,6 +612,15 @@ public final class CompactFitHeap {
             event.commit();
         }
         return moved;
+    }
+
+    /** Counts a round that moved objects, begun at {@code t0} (caller holds roundLock). */
+    private void countIncrement(long moved, long t0) {
+        long t = System.nanoTime() - t0;
+        movedBytes += moved;
+        increments++;
+        totalIncrementNanos += t;
+        maxIncrementNanos = Math.max(maxIncrementNanos, t);
     }
 
     /**
@@ -934,7 +939,7 @@ public final class CompactFitHeap {
                     throw new StaleHandleException(handle);
                 }
                 Page dst = c.fullestOther(src);
-                if (dst == null || dst.evacuating) {
+                if (dst == null) {
                     dst = newPage(c);
                 }
                 addMove(index, src, table.slotOf(index), dst, dst.take(index));
@@ -942,12 +947,7 @@ public final class CompactFitHeap {
                 c.lock.unlock();
             }
             advanceEpoch();
-            long moved = executeMoves();
-            long t = System.nanoTime() - t0;
-            movedBytes += moved;
-            increments++;
-            totalIncrementNanos += t;
-            maxIncrementNanos = Math.max(maxIncrementNanos, t);
+            countIncrement(executeMoves(), t0);
             if (kappa != Integer.MAX_VALUE) {
                 roundsUntil(kappa);
             }
@@ -1006,11 +1006,6 @@ public final class CompactFitHeap {
         } finally {
             roundLock.unlock();
         }
-    }
-
-    /** Current epoch number (for tests and diagnostics). */
-    public long epochNumber() {
-        return epoch.number;
     }
 
     // ---- close ------------------------------------------------------------------------

@@ -2,6 +2,7 @@ package org.spanheap.internal.compact;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import org.spanheap.internal.SharedArenas;
 
 /**
  * One access epoch: a shared arena and a segment over the whole address
@@ -31,17 +32,6 @@ final class Epoch {
 
     /** Closes the epoch; returns when no access through its segments is in progress. Idempotent. */
     void close() {
-        for (;;) {
-            try {
-                arena.close(); // handshake with every thread
-                return;
-            } catch (IllegalStateException busy) {
-                if (!arena.scope().isAlive()) {
-                    return; // closed already
-                }
-                // a downcall holds a segment of this epoch (memset of a fill): it is short, retry
-                Thread.onSpinWait();
-            }
-        }
+        SharedArenas.close(arena); // handshake with every thread; retried while a memset of a fill holds it
     }
 }
