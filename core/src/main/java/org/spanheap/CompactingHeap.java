@@ -365,6 +365,23 @@ public final class CompactingHeap implements AutoCloseable {
         return core.maxSmallObjectSize();
     }
 
+    /**
+     * {@return the off-heap bytes an object of {@code size} bytes takes} That is
+     * the block of its size class, or for an object over
+     * {@link #maxSizeClassObjectSize()} its own mapping rounded up to whole OS
+     * pages. The object's handle-table entry lives on the Java heap and is not
+     * counted. A cache bounding what its entries cost uses this figure.
+     *
+     * @param size an object size in bytes
+     * @throws IllegalArgumentException if {@code size} is negative or larger than {@link #MAX_OBJECT_SIZE}
+     */
+    public long footprint(long size) {
+        if (size < 0 || size > MAX_OBJECT_SIZE) {
+            throw new IllegalArgumentException("size must be in [0, " + MAX_OBJECT_SIZE + "]: " + size);
+        }
+        return core.footprint(size);
+    }
+
     /** {@return the page size} */
     public long pageSize() {
         return core.pageSize();

@@ -189,6 +189,11 @@ public final class CompactFitHeap {
         return classes.length;
     }
 
+    /** Off-heap bytes an object of {@code size} takes: its block, or its mapping for a large object. */
+    public long footprint(long size) {
+        return size <= sizes.maxSmall() ? classes[sizes.classOf(size)].blockSize : OsMemory.mappedSize(size);
+    }
+
     public int blockSize(int cls) {
         return classes[cls].blockSize;
     }

@@ -1,0 +1,347 @@
+package org.spanheap.cache;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+class OffHeapCacheTest {
+
+    private static OffHeapCache<String, byte[]> bytesCache(long capacity) {
+        return OffHeapCache.builder(Serializers.utf8(), Serializers.bytes()).capacity(capacity).build();
+    }
+
+    @Test
+    void storesReadsAndRemovesWithEveryBuiltInSerializer() {
+        try (OffHeapCache<String, byte[]> c = bytesCache(1 << 20)) {
+            c.put("a", new byte[] {1, 2, 3});
+            c.put("empty", new byte[0]);
+            c.put("naïve ☃", new byte[] {9});
+            assertArrayEquals(new byte[] {1, 2, 3}, c.get("a"));
+            assertArrayEquals(new byte[0], c.get("empty"));
+            assertArrayEquals(new byte[] {9}, c.get("naïve ☃"));
+            assertNull(c.get("b"));
+            assertTrue(c.remove("a"));
+            assertFalse(c.remove("a"));
+            assertNull(c.get("a"));
+            assertEquals(2, c.size());
+        }
+        try (OffHeapCache<Long, String> c = OffHeapCache.builder(Serializers.longs(), Serializers.utf8())
+                .capacity(1 << 20).build()) {
+            c.put(7L, "seven");
+            c.put(-1L, "ünïcödé and \uD83D\uDE00");
+            assertEquals("seven", c.get(7L));
+            assertEquals("ünïcödé and \uD83D\uDE00", c.get(-1L));
+        }
+        try (OffHeapCache<MemorySegment, MemorySegment> c = OffHeapCache.builder(Serializers.segments(),
+                Serializers.segments()).capacity(1 << 20).build(); Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocateFrom("key");
+            MemorySegment value = arena.allocate(100);
+            value.fill((byte) 5);
+            c.put(key, value);
+            // another segment with the same bytes is the same key
+            MemorySegment sameKey = MemorySegment.ofArray("key\0".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            assertEquals(-1, c.get(sameKey).mismatch(value));
+        }
+    }
+
+    @Test
+    void byteArrayKeysAreComparedByContentAndCopied() {
+        try (OffHeapCache<byte[], String> c = OffHeapCache.builder(Serializers.bytes(), Serializers.utf8())
+                .capacity(1 << 20).build()) {
+            byte[] key = {1, 2};
+            c.put(key, "x");
+            assertEquals("x", c.get(new byte[] {1, 2}));
+            key[0] = 9; // the cache kept its own copy
+            assertEquals("x", c.get(new byte[] {1, 2}));
+            assertNull(c.get(key));
+        }
+    }
+
+    @Test
+    void customSerializerKeysAreEqualByTheirBytes() {
+        record Point(int x, int y) {}
+        Serializer<Point> points = new Serializer<>() {
+            @Override
+            public long size(Point p) {
+                return 8;
+            }
+
+            @Override
+            public void write(Point p, MemorySegment target) {
+                target.set(ValueLayout.JAVA_INT_UNALIGNED, 0, p.x());
+                target.set(ValueLayout.JAVA_INT_UNALIGNED, 4, p.y());
+            }
+
+            @Override
+            public Point read(MemorySegment source) {
+                return new Point(source.get(ValueLayout.JAVA_INT_UNALIGNED, 0),
+                        source.get(ValueLayout.JAVA_INT_UNALIGNED, 4));
+            }
+        };
+        List<Point> removed = new ArrayList<>();
+        try (OffHeapCache<Point, Point> c = OffHeapCache.builder(points, points).capacity(1 << 20)
+                .removalListener((k, v, cause) -> removed.add(k)).build()) {
+            c.put(new Point(1, 2), new Point(3, 4));
+            assertEquals(new Point(3, 4), c.get(new Point(1, 2)));
+            c.remove(new Point(1, 2));
+            assertEquals(List.of(new Point(1, 2)), removed);
+        }
+    }
+
+    @Test
+    void zeroCopyReadSeesTheValueInPlace() {
+        try (OffHeapCache<String, byte[]> c = bytesCache(1 << 20)) {
+            c.put("k", new byte[] {10, 20, 30});
+            Long sum = c.get("k", s -> {
+                long t = 0;
+                for (long i = 0; i < s.byteSize(); i++) {
+                    t += s.get(ValueLayout.JAVA_BYTE, i);
+                }
+                return t;
+            });
+            assertEquals(60L, sum);
+            assertNull(c.get("missing", s -> {
+                throw new AssertionError("no value, no call");
+            }));
+        }
+    }
+
+    @Test
+    void putIfAbsentKeepsTheFirstValue() {
+        try (OffHeapCache<String, byte[]> c = bytesCache(1 << 20)) {
+            assertTrue(c.putIfAbsent("k", new byte[] {1}));
+            long live = c.stats().liveBytes();
+            assertFalse(c.putIfAbsent("k", new byte[] {2, 2}));
+            assertArrayEquals(new byte[] {1}, c.get("k"));
+            assertEquals(live, c.stats().liveBytes());
+        }
+    }
+
+    @Test
+    void computeIfAbsentLoadsOnceAndAFailingLoaderLeavesNothing() {
+        try (OffHeapCache<String, byte[]> c = bytesCache(1 << 20)) {
+            AtomicInteger calls = new AtomicInteger();
+            byte[] v = c.computeIfAbsent("k", k -> {
+                calls.incrementAndGet();
+                return k.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            });
+            assertArrayEquals("k".getBytes(java.nio.charset.StandardCharsets.UTF_8), v);
+            assertArrayEquals(v, c.computeIfAbsent("k", k -> {
+                throw new AssertionError("present: the loader must not run");
+            }));
+            assertEquals(1, calls.get());
+
+            CacheStats before = c.stats();
+            IllegalStateException thrown = assertThrows(IllegalStateException.class,
+                    () -> c.computeIfAbsent("bad", k -> {
+                        throw new IllegalStateException("backend down");
+                    }));
+            assertEquals("backend down", thrown.getMessage());
+            assertNull(c.computeIfAbsent("none", k -> null));
+            CacheStats after = c.stats();
+            assertFalse(c.containsKey("bad"));
+            assertFalse(c.containsKey("none"));
+            assertEquals(before.entries(), after.entries());
+            assertEquals(before.liveBytes(), after.liveBytes());
+            assertEquals(1, after.loads());
+            assertEquals(2, after.loadFailures());
+        }
+    }
+
+    @Test
+    void badInputThrowsClearlyAndLeavesTheCacheUnchanged() {
+        Serializer<byte[]> throwing = new Serializer<>() {
+            @Override
+            public long size(byte[] v) {
+                return v.length;
+            }
+
+            @Override
+            public void write(byte[] v, MemorySegment target) {
+                if (v.length == 13) {
+                    throw new UnsupportedOperationException("13 is unlucky");
+                }
+                MemorySegment.copy(v, 0, target, ValueLayout.JAVA_BYTE, 0, v.length);
+            }
+
+            @Override
+            public byte[] read(MemorySegment source) {
+                return source.toArray(ValueLayout.JAVA_BYTE);
+            }
+        };
+        try (OffHeapCache<String, byte[]> c = OffHeapCache.builder(Serializers.utf8(), throwing)
+                .capacity(64 * 1024).build()) {
+            c.put("k", new byte[] {1});
+            CacheStats before = c.stats();
+
+            assertThrows(NullPointerException.class, () -> c.put(null, new byte[1]));
+            assertThrows(NullPointerException.class, () -> c.put("k", null));
+            assertThrows(NullPointerException.class, () -> c.get(null));
+            assertEquals("13 is unlucky", assertThrows(UnsupportedOperationException.class,
+                    () -> c.put("k", new byte[13])).getMessage());
+            IllegalArgumentException tooBig = assertThrows(IllegalArgumentException.class,
+                    () -> c.put("k", new byte[64 * 1024]));
+            assertTrue(tooBig.getMessage().contains("more than the cache's capacity of 65536 bytes"),
+                    tooBig.getMessage());
+
+            CacheStats after = c.stats();
+            assertArrayEquals(new byte[] {1}, c.get("k"));
+            assertEquals(before.entries(), after.entries());
+            assertEquals(before.liveBytes(), after.liveBytes());
+            assertEquals(before.weightedBytes(), after.weightedBytes());
+        }
+        Serializer<String> lying = new Serializer<>() {
+            @Override
+            public long size(String v) {
+                return -1;
+            }
+
+            @Override
+            public void write(String v, MemorySegment target) {}
+
+            @Override
+            public String read(MemorySegment source) {
+                return "";
+            }
+        };
+        try (OffHeapCache<String, String> c = OffHeapCache.builder(Serializers.utf8(), lying).capacity(1024).build()) {
+            assertThrows(IllegalArgumentException.class, () -> c.put("k", "v"));
+            assertEquals(0, c.size());
+        }
+        assertThrows(IllegalStateException.class,
+                () -> OffHeapCache.builder(Serializers.utf8(), Serializers.bytes()).build());
+        assertThrows(IllegalArgumentException.class,
+                () -> OffHeapCache.builder(Serializers.utf8(), Serializers.bytes()).capacity(0));
+        assertThrows(IllegalArgumentException.class,
+                () -> OffHeapCache.builder(Serializers.utf8(), Serializers.bytes()).expireAfterWrite(Duration.ZERO));
+    }
+
+    @Test
+    void staysWithinItsCapacityAfterEveryOperation() {
+        long capacity = 1 << 20;
+        java.util.Random rnd = new java.util.Random(42);
+        try (OffHeapCache<Long, byte[]> c = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
+                .capacity(capacity).build()) {
+            java.util.Map<Long, Integer> lengths = new java.util.HashMap<>();
+            for (int op = 0; op < 20_000; op++) {
+                long key = rnd.nextInt(2_000);
+                int r = rnd.nextInt(100);
+                if (r < 45) {
+                    int len = rnd.nextInt(50) == 0 ? 16_384 + rnd.nextInt(100_000) : rnd.nextInt(8_192);
+                    byte[] v = new byte[len];
+                    java.util.Arrays.fill(v, (byte) key);
+                    c.put(key, v);
+                    lengths.put(key, len);
+                } else if (r < 50) {
+                    c.remove(key);
+                    lengths.remove(key);
+                } else {
+                    byte[] v = c.get(key);
+                    if (v != null) {
+                        assertEquals((int) lengths.get(key), v.length);
+                        for (byte b : v) {
+                            assertEquals((byte) key, b);
+                        }
+                    }
+                }
+                CacheStats s = c.stats();
+                assertTrue(s.weightedBytes() <= capacity, "op " + op + ": " + s.weightedBytes() + " > " + capacity);
+                if (op % 1000 == 999) {
+                    // what the index charges is what the entries really take
+                    long charged = 0;
+                    long live = 0;
+                    for (var e : lengths.entrySet()) {
+                        if (c.containsKey(e.getKey())) {
+                            charged += c.charge(Long.BYTES, e.getValue());
+                            live += e.getValue();
+                        }
+                    }
+                    assertEquals(charged, s.weightedBytes(), "op " + op);
+                    assertEquals(live, s.liveBytes(), "op " + op);
+                }
+            }
+            assertTrue(c.stats().evictions() > 0, "the run must have evicted");
+        }
+    }
+
+    @Test
+    void expiresAfterWriteAndAfterAccessOnTheTicker() {
+        AtomicLong now = new AtomicLong();
+        List<RemovalCause> causes = new ArrayList<>();
+        try (OffHeapCache<String, byte[]> c = OffHeapCache.builder(Serializers.utf8(), Serializers.bytes())
+                .capacity(1 << 20).expireAfterWrite(Duration.ofSeconds(10)).ticker(now::get)
+                .removalListener((k, v, cause) -> causes.add(cause)).build()) {
+            c.put("k", new byte[100]);
+            now.addAndGet(Duration.ofSeconds(9).toNanos());
+            assertArrayEquals(new byte[100], c.get("k"));
+            now.addAndGet(Duration.ofSeconds(2).toNanos());
+            assertNull(c.get("k"));
+            c.cleanUp();
+            assertEquals(List.of(RemovalCause.EXPIRED), causes);
+            assertEquals(1, c.stats().expirations());
+            assertEquals(0, c.stats().liveBytes());
+        }
+        now.set(0);
+        try (OffHeapCache<String, byte[]> c = OffHeapCache.builder(Serializers.utf8(), Serializers.bytes())
+                .capacity(1 << 20).expireAfterAccess(Duration.ofSeconds(10)).ticker(now::get).build()) {
+            c.put("read", new byte[1]);
+            c.put("idle", new byte[1]);
+            for (int i = 0; i < 5; i++) {
+                now.addAndGet(Duration.ofSeconds(4).toNanos());
+                assertArrayEquals(new byte[1], c.get("read"));
+            }
+            assertArrayEquals(new byte[1], c.get("read"));
+            assertNull(c.get("idle"));
+        }
+    }
+
+    @Test
+    void listenerSeesEachRemovalWithItsCause() {
+        List<String> seen = new ArrayList<>();
+        try (OffHeapCache<String, String> c = OffHeapCache.builder(Serializers.utf8(), Serializers.utf8())
+                .capacity(64 * 1024).removalListener((k, v, cause) -> seen.add(k + "=" + v + ":" + cause)).build()) {
+            c.put("a", "1");
+            c.put("a", "2");
+            c.remove("a");
+            assertEquals(List.of("a=1:REPLACED", "a=2:EXPLICIT"), seen);
+            seen.clear();
+            for (int i = 0; i < 2_000; i++) {
+                c.put("k" + i, "v" + i);
+            }
+            c.cleanUp();
+            assertFalse(seen.isEmpty());
+            for (String s : seen) {
+                String[] kv = s.split("[=:]");
+                assertEquals("v" + kv[0].substring(1), kv[1], s);
+                assertEquals("SIZE", kv[2]);
+            }
+            assertEquals(seen.size(), c.stats().evictions());
+        }
+    }
+
+    @Test
+    void everyCallAfterCloseThrows() {
+        OffHeapCache<String, byte[]> c = bytesCache(1 << 20);
+        c.put("k", new byte[10]);
+        c.close();
+        c.close();
+        assertEquals("the cache is closed", assertThrows(IllegalStateException.class, () -> c.get("k")).getMessage());
+        assertThrows(IllegalStateException.class, () -> c.put("k", new byte[1]));
+        assertThrows(IllegalStateException.class, () -> c.remove("k"));
+        assertThrows(IllegalStateException.class, c::stats);
+        assertThrows(IllegalStateException.class, () -> c.computeIfAbsent("k", k -> new byte[1]));
+    }
+}
