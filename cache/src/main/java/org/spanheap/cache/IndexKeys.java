@@ -20,16 +20,19 @@ abstract class IndexKeys<K> {
     /** {@return the user's key for an index key} */
     abstract K userKey(Object indexKey);
 
-    /** {@return the bytes the key is charged in the cache's weight} */
+    /** Header bytes of a {@code KeyBytes} and its array, or of a {@code String} and its array. */
+    static final int WRAPPER_BYTES = 40;
+
+    /** {@return the Java heap bytes the index key takes, charged in the entry's weight} */
     abstract long chargedBytes(Object indexKey);
 
     @SuppressWarnings("unchecked")
     static <K> IndexKeys<K> of(Serializer<K> serializer) {
         if (serializer == Serializers.utf8()) {
-            return (IndexKeys<K>) new Itself<>(s -> 2L * ((String) s).length());
+            return (IndexKeys<K>) new Itself<>(s -> WRAPPER_BYTES + (long) ((String) s).length());
         }
         if (serializer == Serializers.longs()) {
-            return (IndexKeys<K>) new Itself<>(l -> Long.BYTES);
+            return (IndexKeys<K>) new Itself<>(l -> 16);
         }
         if (serializer == Serializers.bytes()) {
             return (IndexKeys<K>) new ByteArrayKeys();
@@ -86,7 +89,7 @@ abstract class IndexKeys<K> {
 
         @Override
         long chargedBytes(Object indexKey) {
-            return ((KeyBytes) indexKey).bytes.length;
+            return WRAPPER_BYTES + ((KeyBytes) indexKey).bytes.length;
         }
     }
 
@@ -121,7 +124,7 @@ abstract class IndexKeys<K> {
 
         @Override
         long chargedBytes(Object indexKey) {
-            return ((KeyBytes) indexKey).bytes.length;
+            return WRAPPER_BYTES + ((KeyBytes) indexKey).bytes.length;
         }
     }
 

@@ -21,12 +21,13 @@ import org.spanheap.StaleHandleException;
  * maps each key to its value's handle, and every entry that leaves it frees its
  * handle. Keys are equal when their serialized bytes are equal.
  *
- * <p><b>What the capacity bounds.</b> Each entry is charged its value's
- * off-heap footprint ({@link CompactingHeap#footprint(long)}: the value rounded
- * up to its size class), plus its key's bytes, plus {@value #ENTRY_OVERHEAD}
- * bytes for its on-heap index entry; the sum over all entries stays within the
- * capacity (after each operation's eviction has run). A value too large to fit
- * at all is refused with an {@link IllegalArgumentException}.
+ * <p><b>What the capacity bounds.</b> Everything an entry costs, off and on
+ * the Java heap: its value's off-heap footprint
+ * ({@link CompactingHeap#footprint(long)}: the value rounded up to its size
+ * class), its key as the index holds it on the Java heap, and
+ * {@value #ENTRY_OVERHEAD} bytes for its index entry. The sum over all entries
+ * stays within the capacity (once each operation's eviction has run). A value
+ * too large to fit at all is refused with an {@link IllegalArgumentException}.
  *
  * <p><b>Threads.</b> All methods are thread-safe. Eviction, expiry and removal
  * notifications run on the calling threads, after the operation that caused
@@ -50,8 +51,12 @@ import org.spanheap.StaleHandleException;
  */
 public final class OffHeapCache<K, V> implements AutoCloseable {
 
-    /** Bytes charged per entry for its index entry on the Java heap (measured; see docs/cache.md). */
-    public static final int ENTRY_OVERHEAD = 96;
+    /**
+     * Bytes charged per entry for what it takes on the Java heap besides its key:
+     * the index's node, the handle-table entry and the handle's holder (measured
+     * with 500,000 entries; see docs/cache.md).
+     */
+    public static final int ENTRY_OVERHEAD = 160;
 
     /** The largest value: an entry's charge must fit an {@code int}. */
     public static final long MAX_VALUE_SIZE = Integer.MAX_VALUE - (1L << 20);
@@ -316,11 +321,14 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     }
 
     /**
-     * {@return the bytes an entry of this key and value size is charged} It is
-     * what the capacity bounds: the value's off-heap footprint, the key's bytes
-     * and {@value #ENTRY_OVERHEAD} for the index entry.
+     * {@return the bytes an entry is charged, given its key's charge and its
+     * value's size} It is what the capacity bounds: the value's off-heap
+     * footprint, the key's charge and {@value #ENTRY_OVERHEAD} for the index entry.
+     * A key is charged what the index holds on the Java heap: 16 bytes for a
+     * {@code Long}, 40 plus its length for a {@code String} (with
+     * {@link Serializers#utf8()}) or for any serialized key (its bytes).
      *
-     * @param keyBytes the key's serialized size
+     * @param keyBytes the key's charge
      * @param valueBytes the value's serialized size
      * @throws IllegalArgumentException if either is negative or the value is over {@link #MAX_VALUE_SIZE}
      */
