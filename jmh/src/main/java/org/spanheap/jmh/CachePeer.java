@@ -1,0 +1,229 @@
+package org.spanheap.jmh;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import java.nio.ByteBuffer;
+import org.caffinitas.ohc.CacheSerializer;
+import org.caffinitas.ohc.OHCache;
+import org.caffinitas.ohc.OHCacheBuilder;
+import org.ehcache.CacheManager;
+import org.ehcache.config.builders.CacheConfigurationBuilder;
+import org.ehcache.config.builders.CacheManagerBuilder;
+import org.ehcache.config.builders.ResourcePoolsBuilder;
+import org.ehcache.config.units.MemoryUnit;
+import org.spanheap.cache.OffHeapCache;
+import org.spanheap.cache.Serializers;
+
+/**
+ * A cache of {@code Long} keys and {@code byte[]} values, as {@link CacheBenchmark} drives it,
+ * with a byte bound. Each peer is set up as its documentation suggests for that; every
+ * {@code get} returns a fresh array (a copy out of off-heap memory, or Caffeine's own array).
+ */
+public interface CachePeer extends AutoCloseable {
+
+    byte[] get(long key);
+
+    void put(long key, byte[] value);
+
+    /** {@return entries now held} */
+    long size();
+
+    @Override
+    void close();
+
+    /** The caches compared, all bounded by the same number of bytes. */
+    enum Kind {
+        /** spanheap-cache: values in a compacting heap, Caffeine's policy; bound counts the on-heap index too. */
+        SPANHEAP,
+        /** OHC 0.7.4 (linked implementation, its default LRU eviction); bound is OHC's own entry accounting. */
+        OHC,
+        /** OHC with its W-TinyLFU eviction. */
+        OHC_TINYLFU,
+        /** Caffeine, values on the Java heap; weigher: what an entry takes on the heap (measured: 91 B + key + array). */
+        CAFFEINE_HEAP,
+        /** Ehcache 3.12, an off-heap tier only; bound is Ehcache's own accounting. */
+        EHCACHE_OFFHEAP;
+
+        CachePeer open(long capacityBytes) {
+            return switch (this) {
+                case SPANHEAP -> new Spanheap(capacityBytes);
+                case OHC -> new Ohc(capacityBytes, false);
+                case OHC_TINYLFU -> new Ohc(capacityBytes, true);
+                case CAFFEINE_HEAP -> new CaffeineHeap(capacityBytes);
+                case EHCACHE_OFFHEAP -> new Ehcache(capacityBytes);
+            };
+        }
+    }
+
+    final class Spanheap implements CachePeer {
+        private final OffHeapCache<Long, byte[]> cache;
+
+        Spanheap(long capacity) {
+            org.spanheap.CompactingHeap.Builder heap = org.spanheap.CompactingHeap.builder();
+            String tweak = System.getProperty("bench.heap", "");
+            if (tweak.contains("nobg")) heap.backgroundCompaction(false);
+            if (tweak.contains("nokappa")) heap.kappa(org.spanheap.CompactingHeap.KAPPA_INFINITE);
+            if (tweak.contains("slow")) heap.compactionInterval(java.time.Duration.ofSeconds(1));
+            cache = OffHeapCache.builder(Serializers.longs(), Serializers.bytes()).capacity(capacity).heap(heap).build();
+        }
+
+        @Override
+        public byte[] get(long key) {
+            return cache.get(key);
+        }
+
+        @Override
+        public void put(long key, byte[] value) {
+            cache.put(key, value);
+        }
+
+        @Override
+        public long size() {
+            return cache.size();
+        }
+
+        @Override
+        public void close() {
+            cache.close();
+        }
+    }
+
+    final class Ohc implements CachePeer {
+        private final OHCache<Long, byte[]> cache;
+
+        Ohc(long capacity, boolean tinyLfu) {
+            OHCacheBuilder<Long, byte[]> b = OHCacheBuilder.<Long, byte[]>newBuilder()
+                    .keySerializer(new CacheSerializer<>() {
+                        @Override
+                        public void serialize(Long value, ByteBuffer buf) {
+                            buf.putLong(value);
+                        }
+
+                        @Override
+                        public Long deserialize(ByteBuffer buf) {
+                            return buf.getLong();
+                        }
+
+                        @Override
+                        public int serializedSize(Long value) {
+                            return Long.BYTES;
+                        }
+                    })
+                    .valueSerializer(new CacheSerializer<>() {
+                        @Override
+                        public void serialize(byte[] value, ByteBuffer buf) {
+                            buf.put(value);
+                        }
+
+                        @Override
+                        public byte[] deserialize(ByteBuffer buf) {
+                            byte[] v = new byte[buf.remaining()];
+                            buf.get(v);
+                            return v;
+                        }
+
+                        @Override
+                        public int serializedSize(byte[] value) {
+                            return value.length;
+                        }
+                    })
+                    .capacity(capacity);
+            if (tinyLfu) {
+                b.eviction(org.caffinitas.ohc.Eviction.W_TINY_LFU);
+            }
+            cache = b.build();
+        }
+
+        @Override
+        public byte[] get(long key) {
+            return cache.get(key);
+        }
+
+        @Override
+        public void put(long key, byte[] value) {
+            cache.put(key, value);
+        }
+
+        @Override
+        public long size() {
+            return cache.size();
+        }
+
+        @Override
+        public void close() {
+            try {
+                cache.close();
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }
+    }
+
+    final class CaffeineHeap implements CachePeer {
+        /** Caffeine's node, map entry and table slot per entry, measured (500,000 entries, JDK 25). */
+        static final int ENTRY_BYTES = 91;
+        private final Cache<Long, byte[]> cache;
+
+        CaffeineHeap(long capacity) {
+            cache = Caffeine.newBuilder().maximumWeight(capacity)
+                    .weigher((Long k, byte[] v) -> ENTRY_BYTES + 16 + ((16 + v.length + 7) & ~7))
+                    .build();
+        }
+
+        @Override
+        public byte[] get(long key) {
+            return cache.getIfPresent(key);
+        }
+
+        @Override
+        public void put(long key, byte[] value) {
+            cache.put(key, value);
+        }
+
+        @Override
+        public long size() {
+            return cache.estimatedSize();
+        }
+
+        @Override
+        public void close() {
+            cache.invalidateAll();
+        }
+    }
+
+    final class Ehcache implements CachePeer {
+        private final CacheManager manager;
+        private final org.ehcache.Cache<Long, byte[]> cache;
+
+        Ehcache(long capacity) {
+            manager = CacheManagerBuilder.newCacheManagerBuilder().build(true);
+            cache = manager.createCache("bench", CacheConfigurationBuilder.newCacheConfigurationBuilder(Long.class,
+                    byte[].class, ResourcePoolsBuilder.newResourcePoolsBuilder()
+                            .offheap(Math.max(1, capacity >> 20), MemoryUnit.MB)).build());
+        }
+
+        @Override
+        public byte[] get(long key) {
+            return cache.get(key);
+        }
+
+        @Override
+        public void put(long key, byte[] value) {
+            cache.put(key, value);
+        }
+
+        @Override
+        public long size() {
+            long n = 0;
+            for (var ignored : cache) {
+                n++;
+            }
+            return n;
+        }
+
+        @Override
+        public void close() {
+            manager.close();
+        }
+    }
+}
