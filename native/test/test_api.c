@@ -44,6 +44,11 @@ static uint64_t word1(const void *p)
     return ((const uint64_t *)p)[1];
 }
 
+static void test_abi_version(void)
+{
+    CHECK_EQ(sh_abi_version(), SH_ABI_VERSION);
+}
+
 static void test_classes(void)
 {
     int n = sh_class_count();
@@ -593,6 +598,7 @@ static void test_remote_and_orphans(void)
 
 int main(void)
 {
+    test_abi_version();
     test_classes();
     test_alloc_free_every_class();
     test_aligned();
