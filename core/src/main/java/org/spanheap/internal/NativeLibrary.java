@@ -118,7 +118,16 @@ public final class NativeLibrary {
             if (!Files.isRegularFile(path)) {
                 throw new UnsatisfiedLinkError(PATH_PROPERTY + " names no file: " + path);
             }
-            return checkAbiVersion(opener.open(path, arena), path);
+            SymbolLookup lookup;
+            try {
+                lookup = opener.open(path, arena);
+            } catch (UnsatisfiedLinkError e) {
+                UnsatisfiedLinkError error = new UnsatisfiedLinkError("cannot load " + path + " (" + PATH_PROPERTY
+                        + "): " + e.getMessage());
+                error.initCause(e);
+                throw error;
+            }
+            return checkAbiVersion(lookup, path);
         }
         boolean chosen = workdir != null && !workdir.isEmpty();
         Path dir = Path.of(chosen ? workdir : System.getProperty("java.io.tmpdir")).toAbsolutePath();

@@ -155,6 +155,11 @@ class NativeLibraryTest {
                     .getMessage();
             // dlerror's text, not the JDK's "Cannot open library <file>"
             assertEquals(wrongClass + ": wrong ELF class: ELFCLASS32", m);
+            // the same file named by spanheap.library.path
+            m = assertThrows(UnsatisfiedLinkError.class,
+                    () -> NativeLibrary.load(wrongClass.toString(), null, arena, NativeLibrary::open)).getMessage();
+            assertEquals("cannot load " + wrongClass + " (spanheap.library.path): " + wrongClass
+                    + ": wrong ELF class: ELFCLASS32", m);
         }
     }
 
