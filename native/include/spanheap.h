@@ -26,6 +26,11 @@ extern "C" {
 /* Bumped whenever a struct layout or constant below changes meaning. */
 #define SH_ABI_VERSION 1
 
+/* SH_ABI_VERSION of the headers this library was built from. A binding
+ * (the Java loader) checks it before any other call and refuses a library
+ * whose version differs from the one it mirrors. */
+int sh_abi_version(void);
+
 /* Upper bound on the number of size classes; sh_heap_stats arrays use it. */
 #define SH_MAX_CLASSES 64
 

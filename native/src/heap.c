@@ -11,6 +11,19 @@
 
 #include "internal.h"
 
+/* ---- ABI version ----------------------------------------------------- */
+
+/* SH_ABI_VERSION_OVERRIDE exists for one build only: the library with a
+ * wrong version that tests the Java loader's check (Makefile, test-lib-abi). */
+#ifndef SH_ABI_VERSION_OVERRIDE
+#define SH_ABI_VERSION_OVERRIDE SH_ABI_VERSION
+#endif
+
+SH_API int sh_abi_version(void)
+{
+    return SH_ABI_VERSION_OVERRIDE;
+}
+
 /* ---- errors ---------------------------------------------------------- */
 
 static __thread int last_error;

@@ -205,22 +205,35 @@ void *sh_large_alloc(sh_heap *h, size_t size, size_t alignment)
     return p;
 }
 
+/* Whether p is a freed mapping kept for reuse: a second free of it is a
+ * double free, not a foreign pointer. Lock held. */
+static bool is_kept(const sh_large_table *t, uintptr_t p)
+{
+    for (int i = 0; i < SH_LARGE_CACHE; i++)
+        if (t->cache[i].ptr == p)
+            return true;
+    return false;
+}
+
 int sh_large_free(sh_heap *h, void *p)
 {
     pthread_mutex_lock(&h->large.lock);
     sh_large_entry *e = find(&h->large, (uintptr_t)p);
     size_t size = 0;
     bool kept = false;
+    bool double_free = false;
     if (e) {
         size = e->size;
         e->ptr = TOMB;
         h->large.used--;
         h->large.tomb++;
         kept = cache_keep(h, (uintptr_t)p, size);
+    } else {
+        double_free = is_kept(&h->large, (uintptr_t)p);
     }
     pthread_mutex_unlock(&h->large.lock);
     if (!e)
-        return SH_E_NOT_OWNED;
+        return double_free ? SH_E_DOUBLE_FREE : SH_E_NOT_OWNED;
     if (!kept)
         munmap(p, size);
     sh_limit_release(h, size);

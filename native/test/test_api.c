@@ -44,6 +44,11 @@ static uint64_t word1(const void *p)
     return ((const uint64_t *)p)[1];
 }
 
+static void test_abi_version(void)
+{
+    CHECK_EQ(sh_abi_version(), SH_ABI_VERSION);
+}
+
 static void test_classes(void)
 {
     int n = sh_class_count();
@@ -221,8 +226,14 @@ static void test_bad_frees(void)
     CHECK_EQ(sh_usable_size(h, big), (size_t)3 << 20);
     CHECK_EQ(sh_free_checked(h, (char *)big + 4096), SH_E_NOT_OWNED);
     CHECK_EQ(sh_free_checked(h, big), SH_OK);
-    CHECK_EQ(sh_free_checked(h, big), SH_E_NOT_OWNED);
+    /* kept for reuse: a second free is recognised as a double free */
+    CHECK_EQ(sh_free_checked(h, big), SH_E_DOUBLE_FREE);
     CHECK_EQ(sh_usable_size(h, big), 0);
+    /* over SH_LARGE_CACHE_ONE: unmapped at once, nothing remembers it */
+    void *huge = sh_alloc(h, (size_t)40 << 20);
+    REQUIRE(huge != NULL);
+    CHECK_EQ(sh_free_checked(h, huge), SH_OK);
+    CHECK_EQ(sh_free_checked(h, huge), SH_E_NOT_OWNED);
 
     /* a freed large mapping is kept and serves the next request that fits
      * (at most 1/4 larger); it counts as committed, not as live */
@@ -242,7 +253,7 @@ static void test_bad_frees(void)
     CHECK(smaller != bigger);
     CHECK_EQ(sh_free_checked(h, smaller), SH_OK);
     CHECK_EQ(sh_free_checked(h, again), SH_OK);
-    CHECK_EQ(sh_free_checked(h, again), SH_E_NOT_OWNED);
+    CHECK_EQ(sh_free_checked(h, again), SH_E_DOUBLE_FREE);
 
     /* a span returned to the pool: its old block is reported, not touched */
     sh_class_info ci;
@@ -593,6 +604,7 @@ static void test_remote_and_orphans(void)
 
 int main(void)
 {
+    test_abi_version();
     test_classes();
     test_alloc_free_every_class();
     test_aligned();

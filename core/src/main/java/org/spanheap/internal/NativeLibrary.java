@@ -2,45 +2,110 @@ package org.spanheap.internal;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.FileAttribute;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Locale;
+import java.util.Optional;
+import java.util.Set;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 /**
  * Loads {@code libspanheap.so} once per class loader and exposes its symbols.
  *
- * <p>The library comes from the core jar at {@value #RESOURCE}: it is copied to a
- * temporary file, loaded with {@link SymbolLookup#libraryLookup(Path, Arena)} into the
- * global arena (it is never unloaded) and the file is deleted right away (the mapping
- * stays valid after the unlink). The system property {@value #PATH_PROPERTY} names an
- * external build instead, for native development; that file is not deleted.
+ * <p>The library comes from the core jar at {@value #RESOURCE}. It is unpacked into a
+ * fresh directory that only the current user can enter ({@code rwx------}, under a random
+ * name) as a file only the current user can read ({@code rw-------}, random name), loaded
+ * with {@link SymbolLookup#libraryLookup(Path, Arena)} into the global arena (it is never
+ * unloaded), and the file and the directory are deleted right away (the mapping stays
+ * valid after the unlink). No other user can replace the file between the copy and the
+ * load, with a symbolic link or otherwise. The directory is created in
+ * {@code java.io.tmpdir}, or where the system property {@value #WORKDIR_PROPERTY} says:
+ * the file system there must allow executable mappings (not mounted {@code noexec}).
+ *
+ * <p>The system property {@value #PATH_PROPERTY} names an external build instead, for
+ * native development; that file is loaded in place and not deleted.
+ *
+ * <p>Either way the library must report, through {@code sh_abi_version()}, the ABI
+ * version that {@link SpanLayout} mirrors ({@link SpanLayout#ABI_VERSION}); a library of
+ * another version is refused before any other call.
  */
 public final class NativeLibrary {
     /** System property naming an external {@code libspanheap.so}. */
     public static final String PATH_PROPERTY = "spanheap.library.path";
+    /** System property naming the directory the jar's library is unpacked into. */
+    public static final String WORKDIR_PROPERTY = "spanheap.native.workdir";
     /** Where the core jar carries the library. */
     public static final String RESOURCE = "/META-INF/native/linux-x86_64/libspanheap.so";
+    /** The function that reports the library's ABI version. */
+    static final String ABI_SYMBOL = "sh_abi_version";
+
+    private static final FileAttribute<Set<PosixFilePermission>> OWNER_ONLY_DIRECTORY =
+            PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------"));
+    private static final FileAttribute<Set<PosixFilePermission>> OWNER_ONLY_FILE =
+            PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"));
 
     private NativeLibrary() {}
 
     private static final class Holder {
-        static final SymbolLookup LOOKUP = load();
+        static final SymbolLookup LOOKUP = load(System.getProperty(PATH_PROPERTY),
+                System.getProperty(WORKDIR_PROPERTY), Arena.global(), NativeLibrary::open);
     }
 
     /**
      * {@return the symbols of libspanheap} The first call loads the library.
      *
      * @throws UnsatisfiedLinkError if the platform is not x86-64 Linux, the jar carries
-     *         no library, or loading fails
+     *         no library, the library cannot be unpacked or loaded, or its ABI version
+     *         differs from {@link SpanLayout#ABI_VERSION}
      */
     public static SymbolLookup lookup() {
         return Holder.LOOKUP;
     }
 
-    private static SymbolLookup load() {
+    /**
+     * The step that maps a library file into the process: {@link #open(Path, Arena)}, or a
+     * substitute in tests (package-private, so that a test can feed a failure that this
+     * machine cannot produce, such as a {@code noexec} mount).
+     */
+    @FunctionalInterface
+    interface Opener {
+        /**
+         * {@return the symbols of the library at {@code file}, loaded into {@code arena}}
+         *
+         * @throws UnsatisfiedLinkError if it cannot be loaded; the message is the dynamic
+         *         linker's reason as far as it is known
+         */
+        SymbolLookup open(Path file, Arena arena);
+    }
+
+    /**
+     * Loads the library: the external file {@code libraryPath} if it is set, else the jar's
+     * copy unpacked into {@code workdir} (or {@code java.io.tmpdir}); then checks its ABI
+     * version. {@link #lookup()} calls it once with the system properties and the global
+     * arena; tests call it with an arena of their own, so that what they load is unloaded.
+     *
+     * @param libraryPath the value of {@value #PATH_PROPERTY}, or null
+     * @param workdir the value of {@value #WORKDIR_PROPERTY}, or null
+     * @param arena the arena that keeps the library loaded
+     * @param opener maps the file
+     * @return the library's symbols
+     * @throws UnsatisfiedLinkError if any step fails; the message says which and why
+     */
+    static SymbolLookup load(String libraryPath, String workdir, Arena arena, Opener opener) {
         String os = System.getProperty("os.name", "?");
         String arch = System.getProperty("os.arch", "?");
         if (!os.toLowerCase(Locale.ROOT).startsWith("linux")
@@ -48,46 +113,167 @@ public final class NativeLibrary {
             throw new UnsatisfiedLinkError("spanheap supports x86-64 Linux only; this JVM runs on "
                     + os + "/" + arch);
         }
-        String external = System.getProperty(PATH_PROPERTY);
-        if (external != null && !external.isEmpty()) {
-            Path path = Path.of(external).toAbsolutePath();
+        if (libraryPath != null && !libraryPath.isEmpty()) {
+            Path path = Path.of(libraryPath).toAbsolutePath();
             if (!Files.isRegularFile(path)) {
                 throw new UnsatisfiedLinkError(PATH_PROPERTY + " names no file: " + path);
             }
-            return open(path);
+            SymbolLookup lookup;
+            try {
+                lookup = opener.open(path, arena);
+            } catch (UnsatisfiedLinkError e) {
+                UnsatisfiedLinkError error = new UnsatisfiedLinkError("cannot load " + path + " (" + PATH_PROPERTY
+                        + "): " + e.getMessage());
+                error.initCause(e);
+                throw error;
+            }
+            return checkAbiVersion(lookup, path);
         }
-        Path tmp = null;
+        boolean chosen = workdir != null && !workdir.isEmpty();
+        Path dir = Path.of(chosen ? workdir : System.getProperty("java.io.tmpdir")).toAbsolutePath();
+        return unpackAndLoad(dir, chosen, arena, opener);
+    }
+
+    private static SymbolLookup unpackAndLoad(Path dir, boolean chosen, Arena arena, Opener opener) {
+        String where = dir + (chosen ? " (" + WORKDIR_PROPERTY + ")" : " (java.io.tmpdir)");
+        Path privateDir = null;
+        Path file = null;
         try (InputStream in = NativeLibrary.class.getResourceAsStream(RESOURCE)) {
             if (in == null) {
                 throw new UnsatisfiedLinkError("libspanheap.so not found at " + RESOURCE
                         + " on the class path; build the core jar with the native module, or set -D"
                         + PATH_PROPERTY + "=/path/to/libspanheap.so");
             }
-            tmp = Files.createTempFile("libspanheap-", ".so");
-            Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
-            return open(tmp);
-        } catch (IOException e) {
-            UnsatisfiedLinkError error = new UnsatisfiedLinkError("cannot extract " + RESOURCE + ": " + e);
+            // Owner-only directory with a random name: nobody else can create, rename or
+            // replace anything in it, so the file loaded below is the file written here.
+            privateDir = Files.createTempDirectory(dir, "spanheap-", OWNER_ONLY_DIRECTORY);
+            file = Files.createTempFile(privateDir, "libspanheap-", ".so", OWNER_ONLY_FILE);
+            try (OutputStream out = Files.newOutputStream(file, StandardOpenOption.WRITE,
+                    StandardOpenOption.TRUNCATE_EXISTING, LinkOption.NOFOLLOW_LINKS)) {
+                in.transferTo(out);
+            }
+        } catch (IOException | UnsupportedOperationException e) {
+            deleteQuietly(file);
+            deleteQuietly(privateDir);
+            UnsatisfiedLinkError error = new UnsatisfiedLinkError("cannot unpack libspanheap.so into " + where
+                    + ": " + e + "; set -D" + WORKDIR_PROPERTY + "=<a writable directory of this user>");
             error.initCause(e);
             throw error;
+        }
+        try {
+            SymbolLookup lookup;
+            try {
+                lookup = opener.open(file, arena);
+            } catch (UnsatisfiedLinkError e) {
+                throw loadFailure(e, where);
+            }
+            return checkAbiVersion(lookup, file);
         } finally {
-            if (tmp != null) {
-                try {
-                    Files.deleteIfExists(tmp);
-                } catch (IOException ignored) {
-                    // the file stays in the temporary directory; the loaded mapping is unaffected
-                }
+            deleteQuietly(file);
+            deleteQuietly(privateDir);
+        }
+    }
+
+    /**
+     * {@return the error for a library that was unpacked into {@code where} but did not load}
+     * The dynamic linker reports a {@code noexec} mount as "failed to map segment from shared
+     * object" (the executable mapping is refused with {@code EPERM}, "Operation not permitted"
+     * in older versions): then the message says so and names the property to set.
+     */
+    private static UnsatisfiedLinkError loadFailure(UnsatisfiedLinkError e, String where) {
+        String reason = String.valueOf(e.getMessage());
+        String lower = reason.toLowerCase(Locale.ROOT);
+        String message = "cannot load libspanheap.so unpacked into " + where + ": " + reason;
+        if (lower.contains("failed to map segment") || lower.contains("operation not permitted")) {
+            message += "; the directory may be on a file system mounted noexec, which forbids loading"
+                    + " native code from it: set -D" + WORKDIR_PROPERTY
+                    + "=<a directory on a file system that allows executable mappings>";
+        }
+        UnsatisfiedLinkError error = new UnsatisfiedLinkError(message);
+        error.initCause(e);
+        return error;
+    }
+
+    private static void deleteQuietly(Path path) {
+        if (path != null) {
+            try {
+                Files.deleteIfExists(path);
+            } catch (IOException ignored) {
+                // left behind in the work directory; the loaded mapping is unaffected
             }
         }
     }
 
-    private static SymbolLookup open(Path path) {
+    /**
+     * {@return {@code lookup}, after checking that its {@code sh_abi_version()} is
+     * {@link SpanLayout#ABI_VERSION}} Runs before any other function of the library.
+     *
+     * @throws UnsatisfiedLinkError naming both versions if they differ, or if the library
+     *         has no {@code sh_abi_version}
+     */
+    static SymbolLookup checkAbiVersion(SymbolLookup lookup, Path file) {
+        Optional<MemorySegment> symbol = lookup.find(ABI_SYMBOL);
+        if (symbol.isEmpty()) {
+            throw new UnsatisfiedLinkError(file + " has no " + ABI_SYMBOL + "(): it is an older native"
+                    + " library than this spanheap-core, which needs ABI version " + SpanLayout.ABI_VERSION);
+        }
+        MethodHandle abiVersion = Linker.nativeLinker().downcallHandle(symbol.get(), FunctionDescriptor.of(JAVA_INT));
+        int version;
         try {
-            return SymbolLookup.libraryLookup(path, Arena.global());
+            version = (int) abiVersion.invokeExact();
+        } catch (Throwable t) {
+            throw new AssertionError(t);  // a downcall of int(void) throws nothing checked
+        }
+        if (version != SpanLayout.ABI_VERSION) {
+            throw new UnsatisfiedLinkError(file + " has native ABI version " + version + ", but this spanheap-core"
+                    + " needs ABI version " + SpanLayout.ABI_VERSION
+                    + ": use the libspanheap.so built from the same sources as the jar");
+        }
+        return lookup;
+    }
+
+    /**
+     * Maps {@code file} with {@link SymbolLookup#libraryLookup(Path, Arena)}. That method
+     * drops the dynamic linker's reason on failure; it is recovered with a second
+     * {@code dlopen} through libc and {@code dlerror}.
+     */
+    static SymbolLookup open(Path file, Arena arena) {
+        try {
+            return SymbolLookup.libraryLookup(file, arena);
         } catch (IllegalArgumentException e) {
-            UnsatisfiedLinkError error = new UnsatisfiedLinkError("cannot load " + path + ": " + e.getMessage());
+            String reason = dynamicLinkerError(file);
+            UnsatisfiedLinkError error = new UnsatisfiedLinkError(reason != null ? reason
+                    : "cannot load " + file + ": " + e.getMessage());
             error.initCause(e);
             throw error;
+        }
+    }
+
+    /** {@return what {@code dlerror} says after a failed {@code dlopen} of {@code file}, or null} */
+    private static String dynamicLinkerError(Path file) {
+        Linker linker = Linker.nativeLinker();
+        SymbolLookup libc = linker.defaultLookup();
+        Optional<MemorySegment> dlopen = libc.find("dlopen");
+        Optional<MemorySegment> dlerror = libc.find("dlerror");
+        Optional<MemorySegment> dlclose = libc.find("dlclose");
+        if (dlopen.isEmpty() || dlerror.isEmpty() || dlclose.isEmpty()) {
+            return null;
+        }
+        MethodHandle open = linker.downcallHandle(dlopen.get(), FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT));
+        MethodHandle error = linker.downcallHandle(dlerror.get(), FunctionDescriptor.of(ADDRESS));
+        MethodHandle close = linker.downcallHandle(dlclose.get(), FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        int rtldNow = 2;
+        try (Arena tmp = Arena.ofConfined()) {
+            MemorySegment handle = (MemorySegment) open.invokeExact(tmp.allocateFrom(file.toString()), rtldNow);
+            if (!handle.equals(MemorySegment.NULL)) {
+                int unused = (int) close.invokeExact(handle);  // it loads now: no reason to report
+                return null;
+            }
+            // Same thread as the dlopen (dlerror's state is per thread).
+            MemorySegment text = (MemorySegment) error.invokeExact();
+            return text.equals(MemorySegment.NULL) ? null : text.reinterpret(4096).getString(0);
+        } catch (Throwable t) {
+            return null;  // the reason is a courtesy; the caller reports the failure anyway
         }
     }
 }

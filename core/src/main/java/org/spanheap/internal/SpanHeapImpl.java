@@ -855,6 +855,9 @@ public final class SpanHeapImpl {
 
     /** Drains the calling thread's cache (if it has one) and those of terminated threads. */
     public void flushThreadCache() {
+        if (!scope.isAlive()) {
+            throw closed();                        // with nothing cached, no access would notice
+        }
         try {
             reclaimCaches();
         } catch (IllegalStateException e) {
