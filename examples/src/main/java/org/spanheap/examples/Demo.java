@@ -1,15 +1,24 @@
 package org.spanheap.examples;
 
-import org.spanheap.examples.cache.CacheChurn;
-
+import java.io.IOException;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
+import joptsimple.OptionException;
+import joptsimple.OptionParser;
+import joptsimple.OptionSet;
+import joptsimple.OptionSpec;
+import org.spanheap.CompactingHeap;
+import org.spanheap.cache.OffHeapCache;
+import org.spanheap.cache.Serializers;
+import org.spanheap.examples.cache.CacheWorkload;
 
 /**
- * The README demo: the off-heap cache of {@link org.spanheap.examples.cache} under a churn
- * workload, on a compacting heap (kappa 4 plus a background {@code compact()} every second),
- * on the same heap with compaction off (kappa infinite), on a compacting heap that takes its
- * pages from a span heap, and on {@code malloc} per entry; it prints a line per second and a
- * table at the end. Flags: see {@link CacheChurn.Options#USAGE} ({@code -help}).
+ * The README demo: spanheap-cache's {@link OffHeapCache} under a service's load while the mix
+ * of value sizes shifts ({@link CacheWorkload}), first as it comes (its compacting heap moves
+ * values to give emptied pages back), then with compaction off. It prints a line per second and
+ * a table at the end, and exits with 1 if any value read was not whole. {@code --help} lists
+ * the flags.
  */
 public final class Demo {
 
@@ -19,37 +28,67 @@ public final class Demo {
     /**
      * Runs the demo.
      *
-     * @param args flags, e.g. {@code -seconds 30 -threads 4}
+     * @param args flags, e.g. {@code --seconds 30 --threads 4}
      * @throws InterruptedException if interrupted
+     * @throws IOException if the help text cannot be printed
      */
-    public static void main(String[] args) throws InterruptedException {
-        if (List.of(args).contains("-help") || List.of(args).contains("--help")) {
-            System.out.print(CacheChurn.Options.USAGE);
-            return;
-        }
-        CacheChurn.Options o;
+    public static void main(String[] args) throws InterruptedException, IOException {
+        OptionParser p = new OptionParser();
+        OptionSpec<Double> seconds = p.accepts("seconds", "seconds per run").withRequiredArg().ofType(Double.class)
+                .defaultsTo(12.0);
+        OptionSpec<Integer> threads = p.accepts("threads", "worker threads").withRequiredArg().ofType(Integer.class)
+                .defaultsTo(2);
+        OptionSpec<Long> capacity = p.accepts("capacity-mib", "the cache's capacity in MiB").withRequiredArg()
+                .ofType(Long.class).defaultsTo(64L);
+        OptionSpec<Integer> keys = p.accepts("keys", "distinct keys per phase").withRequiredArg()
+                .ofType(Integer.class).defaultsTo(100_000);
+        OptionSpec<Double> phase = p.accepts("phase-seconds", "length of a value-size phase").withRequiredArg()
+                .ofType(Double.class).defaultsTo(3.0);
+        p.accepts("help", "this text").forHelp();
+        OptionSet o;
         try {
-            o = CacheChurn.Options.parse(args);
-        } catch (IllegalArgumentException e) {
-            System.err.println(e.getMessage());
+            o = p.parse(args);
+        } catch (OptionException e) {
+            System.err.println(e.getMessage() + " (--help lists the flags)");
             System.exit(2);
             return;
         }
-        System.out.printf(java.util.Locale.ROOT, "spanheap demo: off-heap cache churn on Java %s, %d threads, bound %d MiB,"
-                        + " %d keys (Zipf %.2f), values %d B..%d B (small/large phases of %.0f s), %.0f s per store;"
-                        + " compacting stores: kappa %d, iota %d KiB, compact() every %d ms%n",
-                Runtime.version(), o.threads, o.maxMib, o.keys, o.zipf, o.minValue, o.maxValue, o.phaseSeconds,
-                o.seconds, o.kappa, o.iotaKib, o.compactMs);
-        List<CacheChurn.Result> results = new CacheChurn(o, System.out).runAll();
-        CacheChurn.report(results, System.out);
+        if (o.has("help")) {
+            p.printHelpOn(System.out);
+            return;
+        }
+        CacheWorkload w = new CacheWorkload(o.valueOf(seconds), o.valueOf(threads), o.valueOf(keys),
+                o.valueOf(phase));
+        long bytes = o.valueOf(capacity) << 20;
+        System.out.printf(Locale.ROOT, "spanheap demo: an OffHeapCache<Long, byte[]> of %d MiB on Java %s; %d threads;"
+                        + " %d keys (Zipf 0.9) per phase; values of 100 B..1 KiB and 4..16 KiB in turns of %.0f s,"
+                        + " 0.1%% of 64 KiB..1 MiB; 95%% reads (a miss loads the value), 5%% writes; %.0f s per run%n",
+                bytes >> 20, Runtime.version(), w.threads(), w.keys(), w.phaseSeconds(), w.seconds());
+        List<CacheWorkload.Result> results = new ArrayList<>();
+        try (OffHeapCache<Long, byte[]> cache = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
+                .capacity(bytes).build()) {
+            results.add(w.run("compacting", cache, System.out));
+        }
+        CompactingHeap.Builder noCompaction = CompactingHeap.builder()
+                .kappa(CompactingHeap.KAPPA_INFINITE).backgroundCompaction(false);
+        try (OffHeapCache<Long, byte[]> cache = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
+                .capacity(bytes).heap(noCompaction).build()) {
+            results.add(w.run("compaction off", cache, System.out));
+        }
+        System.out.printf(Locale.ROOT, "%n%-16s %12s %9s %8s %14s %14s %14s %16s%n", "run", "ops/s", "hit ratio",
+                "errors", "charged MiB", "committed MiB", "peak RSS MiB", "committed/bound");
+        for (CacheWorkload.Result r : results) {
+            System.out.printf(Locale.ROOT, "%-16s %12.0f %9.3f %8d %14d %14d %14d %16.2f%n", r.name(),
+                    r.opsPerSecond(), r.hitRatio(), r.errors(), r.last().weightedBytes() >> 20,
+                    r.last().committedBytes() >> 20, r.peakRssGrowth() >> 20,
+                    (double) r.last().committedBytes() / bytes);
+        }
         System.out.println("""
 
-                live: the cache's entry bytes (header + key + value) at the end of the run, the bound is the cache's;
-                committed: the store's memory (compacting heap: its pages, a small reserve of empty pages and
-                large objects' mappings; malloc: growth of glibc's mallinfo2 arena + mmap bytes during the run);
-                resident: the store's own estimate (compacting heap: its committed bytes, all of them written, and
-                emptied pages go back to the OS); RSS growth: the process's VmRSS now minus when the run started
-                (the Java heap is fixed and pre-touched); moved: bytes compaction copied.""");
+                charged: what the entries are charged against the capacity (value blocks, keys, index entries);
+                committed: the cache's off-heap memory at the end (its heap's pages and large mappings);
+                peak RSS: the most the process's resident memory grew during the run (the Java heap is fixed and
+                pre-touched, so this is off-heap memory, plus the JVM's own growth: compiled code, GC tables).""");
         if (results.stream().anyMatch(r -> r.errors() != 0)) {
             System.exit(1);
         }

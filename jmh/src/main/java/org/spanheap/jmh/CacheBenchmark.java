@@ -201,6 +201,7 @@ public class CacheBenchmark {
         OptionSpec<Integer> phaseOpt = p.accepts("phase-seconds").withRequiredArg().ofType(Integer.class)
                 .defaultsTo(5);
         OptionSpec<Long> capOpt = p.accepts("capacity-mib").withRequiredArg().ofType(Long.class).defaultsTo(64L);
+        p.accepts("verbose", "print the RSS and the peer's own figures every 250 ms");
         p.accepts("help").forHelp();
         OptionSet o = p.parse(args);
         if (o.has("help")) {
@@ -208,6 +209,7 @@ public class CacheBenchmark {
             return;
         }
         CachePeer.Kind kind = o.valueOf(peerOpt);
+        boolean verbose = o.has("verbose");
         long capacity = o.valueOf(capOpt) << 20;
         int seconds = o.valueOf(secondsOpt);
         int threads = o.valueOf(threadsOpt);
@@ -266,6 +268,10 @@ public class CacheBenchmark {
             peak = Math.max(peak, rss);
             trace.append(String.format(Locale.ROOT, "%.2f:%d ", (System.nanoTime() - start) / 1e9,
                     (rss - rssBefore) >> 20));
+            if (verbose) {
+                System.out.printf(Locale.ROOT, "  %.2f s: RSS growth %d MiB %s%n", (System.nanoTime() - start) / 1e9,
+                        (rss - rssBefore) >> 20, cache.memory());
+            }
         }
         for (Thread w : workers) {
             w.join();

@@ -28,12 +28,22 @@ public interface CachePeer extends AutoCloseable {
     /** {@return entries now held} */
     long size();
 
+    /** {@return the peer's own memory figures, if it has any} */
+    default String memory() {
+        return "";
+    }
+
     @Override
     void close();
 
     /** The caches compared, all bounded by the same number of bytes. */
     enum Kind {
-        /** spanheap-cache: values in a compacting heap, Caffeine's policy; bound counts the on-heap index too. */
+        /**
+         * spanheap-cache: values in a compacting heap, Caffeine's policy; bound counts the on-heap index too.
+         * {@code -Dbench.heap=} a comma list tries heap settings: {@code nobg} (no background thread),
+         * {@code nokappa} (no compaction), {@code slow}/{@code fast} (compaction passes every 1 s / 10 ms),
+         * {@code batch256k} (reclaim batches of 256 KiB), {@code iota1m} (1 MiB per compaction round).
+         */
         SPANHEAP,
         /** OHC 0.7.4 (linked implementation, its default LRU eviction); bound is OHC's own entry accounting. */
         OHC,
@@ -42,7 +52,9 @@ public interface CachePeer extends AutoCloseable {
         /** Caffeine, values on the Java heap; weigher: what an entry takes on the heap (measured: 91 B + key + array). */
         CAFFEINE_HEAP,
         /** Ehcache 3.12, an off-heap tier only; bound is Ehcache's own accounting. */
-        EHCACHE_OFFHEAP;
+        EHCACHE_OFFHEAP,
+        /** No cache: keeps nothing. The memory mode's baseline (what the JVM itself grows by). */
+        NONE;
 
         CachePeer open(long capacityBytes) {
             return switch (this) {
@@ -51,8 +63,27 @@ public interface CachePeer extends AutoCloseable {
                 case OHC_TINYLFU -> new Ohc(capacityBytes, true);
                 case CAFFEINE_HEAP -> new CaffeineHeap(capacityBytes);
                 case EHCACHE_OFFHEAP -> new Ehcache(capacityBytes);
+                case NONE -> new Nothing();
             };
         }
+    }
+
+    final class Nothing implements CachePeer {
+        @Override
+        public byte[] get(long key) {
+            return null;
+        }
+
+        @Override
+        public void put(long key, byte[] value) {}
+
+        @Override
+        public long size() {
+            return 0;
+        }
+
+        @Override
+        public void close() {}
     }
 
     final class Spanheap implements CachePeer {
@@ -61,9 +92,24 @@ public interface CachePeer extends AutoCloseable {
         Spanheap(long capacity) {
             org.spanheap.CompactingHeap.Builder heap = org.spanheap.CompactingHeap.builder();
             String tweak = System.getProperty("bench.heap", "");
-            if (tweak.contains("nobg")) heap.backgroundCompaction(false);
-            if (tweak.contains("nokappa")) heap.kappa(org.spanheap.CompactingHeap.KAPPA_INFINITE);
-            if (tweak.contains("slow")) heap.compactionInterval(java.time.Duration.ofSeconds(1));
+            if (tweak.contains("nobg")) {
+                heap.backgroundCompaction(false);
+            }
+            if (tweak.contains("nokappa")) {
+                heap.kappa(org.spanheap.CompactingHeap.KAPPA_INFINITE);
+            }
+            if (tweak.contains("slow")) {
+                heap.compactionInterval(java.time.Duration.ofSeconds(1));
+            }
+            if (tweak.contains("fast")) {
+                heap.compactionInterval(java.time.Duration.ofMillis(10));
+            }
+            if (tweak.contains("batch256k")) {
+                heap.reclaimBatchBytes(256 << 10);
+            }
+            if (tweak.contains("iota1m")) {
+                heap.iota(1 << 20);
+            }
             cache = OffHeapCache.builder(Serializers.longs(), Serializers.bytes()).capacity(capacity).heap(heap).build();
         }
 
@@ -80,6 +126,13 @@ public interface CachePeer extends AutoCloseable {
         @Override
         public long size() {
             return cache.size();
+        }
+
+        @Override
+        public String memory() {
+            org.spanheap.cache.CacheStats s = cache.stats();
+            return String.format(java.util.Locale.ROOT, "charged %d MiB, live %d MiB, committed %d MiB, moved %d MiB",
+                    s.weightedBytes() >> 20, s.liveBytes() >> 20, s.committedBytes() >> 20, s.movedBytes() >> 20);
         }
 
         @Override
