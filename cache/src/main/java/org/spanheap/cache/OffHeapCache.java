@@ -73,6 +73,8 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     private final long capacity;
     private final LongAdder sizeEvictions = new LongAdder();
     private final LongAdder expirations = new LongAdder();
+    private final String name;
+    private final CacheMXBeanAdapter mxBean;
     private volatile boolean closed;
 
     private OffHeapCache(Builder<K, V> b) {
@@ -100,6 +102,18 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
                 .<Object, StoredValue>weigher((k, v) -> v.weight())
                 .<Object, StoredValue>removalListener((k, v, cause) -> onRemoval(k, v, cause))
                 .build();
+        this.name = b.name != null ? b.name : "cache-" + Integer.toHexString(System.identityHashCode(this));
+        this.mxBean = b.name != null ? registerOrClose(b.name) : null;
+        CacheStatisticsEvent.opened(this);
+    }
+
+    private CacheMXBeanAdapter registerOrClose(String name) {
+        try {
+            return CacheMXBeanAdapter.register(this, name);
+        } catch (RuntimeException e) {
+            heap.close();
+            throw e;
+        }
     }
 
     /**
@@ -315,6 +329,11 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         return index.estimatedSize();
     }
 
+    /** {@return the cache's name: the one given to {@link Builder#registerMXBean(String)}, or a generated one} */
+    public String name() {
+        return name;
+    }
+
     /** {@return the capacity in bytes} */
     public long capacity() {
         return capacity;
@@ -365,6 +384,10 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
             return;
         }
         closed = true; // from now on removals free silently
+        CacheStatisticsEvent.closed(this);
+        if (mxBean != null) {
+            mxBean.unregister();
+        }
         index.invalidateAll();
         index.cleanUp();
         heap.close();
@@ -450,6 +473,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         private Ticker ticker;
         private RemovalListener<? super K, ? super V> listener;
         private CompactingHeap.Builder heapBuilder = CompactingHeap.builder();
+        private String name;
 
         private Builder(Serializer<K> keySerializer, Serializer<V> valueSerializer) {
             this.keySerializer = keySerializer;
@@ -532,9 +556,24 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         }
 
         /**
+         * Names the cache and registers an {@link OffHeapCacheMXBean} for it on the
+         * platform MBean server as {@code org.spanheap:type=OffHeapCache,name="<name>"}
+         * when it is built; {@link OffHeapCache#close()} unregisters it. The name also
+         * labels the cache's JFR event {@code org.spanheap.CacheStatistics}.
+         *
+         * @param name the cache's name, unique among registered caches
+         * @return this builder
+         */
+        public Builder<K, V> registerMXBean(String name) {
+            this.name = Objects.requireNonNull(name, "name");
+            return this;
+        }
+
+        /**
          * {@return a new cache}
          *
          * @throws IllegalStateException if no capacity was set
+         * @throws IllegalArgumentException if the MXBean name is taken
          */
         public OffHeapCache<K, V> build() {
             if (capacity < 0) {

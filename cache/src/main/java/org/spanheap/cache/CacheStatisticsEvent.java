@@ -1,0 +1,95 @@
+package org.spanheap.cache;
+
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import jdk.jfr.Category;
+import jdk.jfr.DataAmount;
+import jdk.jfr.Description;
+import jdk.jfr.FlightRecorder;
+import jdk.jfr.Label;
+import jdk.jfr.Name;
+import jdk.jfr.Period;
+import jdk.jfr.StackTrace;
+
+/**
+ * JFR event {@code org.spanheap.CacheStatistics}: every open {@link OffHeapCache}'s
+ * figures, once per period (1 s by default) while a recording has it enabled.
+ */
+@Name("org.spanheap.CacheStatistics")
+@Label("Off-heap cache statistics")
+@Category({"spanheap", "Cache"})
+@Description("The counters and memory of an OffHeapCache, sampled periodically.")
+@Period("1 s")
+@StackTrace(false)
+final class CacheStatisticsEvent extends jdk.jfr.Event {
+    @Label("Cache")
+    String cache;
+
+    @Label("Hits")
+    long hits;
+
+    @Label("Misses")
+    long misses;
+
+    @Label("Evictions")
+    long evictions;
+
+    @Label("Expirations")
+    long expirations;
+
+    @Label("Entries")
+    long entries;
+
+    @Label("Charged")
+    @DataAmount
+    long chargedBytes;
+
+    @Label("Capacity")
+    @DataAmount
+    long capacityBytes;
+
+    @Label("Committed")
+    @DataAmount
+    long committedBytes;
+
+    @Label("Moved by compaction")
+    @DataAmount
+    long movedBytes;
+
+    private static final Set<OffHeapCache<?, ?>> OPEN = ConcurrentHashMap.newKeySet();
+
+    static {
+        FlightRecorder.addPeriodicEvent(CacheStatisticsEvent.class, CacheStatisticsEvent::emitAll);
+    }
+
+    static void opened(OffHeapCache<?, ?> cache) {
+        OPEN.add(cache);
+    }
+
+    static void closed(OffHeapCache<?, ?> cache) {
+        OPEN.remove(cache);
+    }
+
+    private static void emitAll() {
+        for (OffHeapCache<?, ?> c : OPEN) {
+            CacheStats s;
+            try {
+                s = c.stats();
+            } catch (IllegalStateException closing) {
+                continue;
+            }
+            CacheStatisticsEvent e = new CacheStatisticsEvent();
+            e.cache = c.name();
+            e.hits = s.hits();
+            e.misses = s.misses();
+            e.evictions = s.evictions();
+            e.expirations = s.expirations();
+            e.entries = s.entries();
+            e.chargedBytes = s.weightedBytes();
+            e.capacityBytes = s.capacityBytes();
+            e.committedBytes = s.committedBytes();
+            e.movedBytes = s.movedBytes();
+            e.commit();
+        }
+    }
+}

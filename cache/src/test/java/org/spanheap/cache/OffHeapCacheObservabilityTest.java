@@ -1,0 +1,74 @@
+package org.spanheap.cache;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
+import jdk.jfr.Recording;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordingFile;
+import org.junit.jupiter.api.Test;
+
+class OffHeapCacheObservabilityTest {
+
+    @Test
+    void theMXBeanShowsTheStatsThroughThePlatformServerUntilClose() throws Exception {
+        MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+        ObjectName name = new ObjectName("org.spanheap:type=OffHeapCache,name=\"sessions\"");
+        try (OffHeapCache<String, byte[]> c = OffHeapCache.builder(Serializers.utf8(), Serializers.bytes())
+                .capacity(1 << 20).registerMXBean("sessions").build()) {
+            c.put("a", new byte[100]);
+            c.get("a");
+            c.get("b");
+            assertEquals(1L, server.getAttribute(name, "Hits"));
+            assertEquals(1L, server.getAttribute(name, "Misses"));
+            assertEquals(0.5, (Double) server.getAttribute(name, "HitRatio"), 1e-9);
+            assertEquals(1L, server.getAttribute(name, "Entries"));
+            assertEquals(c.charge(41, 100), server.getAttribute(name, "ChargedBytes"));
+            assertEquals(100L, server.getAttribute(name, "LiveBytes"));
+            assertEquals((long) (1 << 20), server.getAttribute(name, "CapacityBytes"));
+            // a second cache cannot take the same name, and leaves nothing behind
+            IllegalArgumentException taken = assertThrows(IllegalArgumentException.class,
+                    () -> OffHeapCache.builder(Serializers.utf8(), Serializers.bytes()).capacity(1 << 20)
+                            .registerMXBean("sessions").build());
+            assertTrue(taken.getMessage().contains("sessions"), taken.getMessage());
+        }
+        assertFalse(server.isRegistered(name));
+    }
+
+    @Test
+    void aRecordingHasTheCacheStatisticsEvent() throws Exception {
+        Path file = Files.createTempFile("spanheap-cache", ".jfr");
+        try (Recording r = new Recording()) {
+            r.enable("org.spanheap.CacheStatistics").withPeriod(Duration.ofMillis(50));
+            r.start();
+            try (OffHeapCache<String, byte[]> c = OffHeapCache.builder(Serializers.utf8(), Serializers.bytes())
+                    .capacity(1 << 20).registerMXBean("jfr-test").build()) {
+                for (int i = 0; i < 100; i++) {
+                    c.put("k" + i, new byte[1000]);
+                }
+                Thread.sleep(400);
+            }
+            r.stop();
+            r.dump(file);
+        }
+        List<RecordedEvent> events = RecordingFile.readAllEvents(file).stream()
+                .filter(e -> e.getEventType().getName().equals("org.spanheap.CacheStatistics"))
+                .filter(e -> "jfr-test".equals(e.getString("cache")))
+                .toList();
+        Files.delete(file);
+        assertFalse(events.isEmpty(), "no CacheStatistics event recorded");
+        RecordedEvent last = events.get(events.size() - 1);
+        assertEquals(100, last.getLong("entries"));
+        assertTrue(last.getLong("committedBytes") >= 100 * 1000, last.toString());
+        assertEquals(1 << 20, last.getLong("capacityBytes"));
+    }
+}
