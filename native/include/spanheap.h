@@ -174,7 +174,8 @@ typedef struct sh_heap_stats {
     uint64_t spans_floating;
     uint64_t spans_reusable;
     uint64_t spans_free;         /* in the span pool                        */
-    uint64_t madvise_calls;
+    uint64_t madvise_calls;      /* madvise calls that gave a free span's
+                                    pages back (refused ones not counted)  */
     uint64_t class_live_blocks[SH_MAX_CLASSES];
     uint64_t class_spans[SH_MAX_CLASSES];
 } sh_heap_stats;
@@ -182,6 +183,25 @@ typedef struct sh_heap_stats {
 /* Fills *out. Counters are exact when the heap is quiescent and a
  * consistent-enough estimate while other threads run. */
 void sh_stats(sh_heap *heap, sh_heap_stats *out);
+
+/* ---- test-only: fault injection ---------------------------------------
+ *
+ * For tests of the error paths (docs/testing.md, "Fault injection"): makes
+ * the core's own calls of one kind to the OS fail with ENOMEM, as the OS
+ * would. Process-wide, for every heap; not for production use. */
+#define SH_OS_MMAP 1     /* heap creation (arena reservation), large objects */
+#define SH_OS_MPROTECT 2 /* committing the next 16 MiB of an arena           */
+#define SH_OS_MADVISE 3  /* giving a free span's pages back; MADV_NOHUGEPAGE  */
+
+/* From now on, the nth call of kind (1 = the next one) and the count-1
+ * calls after it fail; count -1: every call from the nth on. nth 0 disarms
+ * the kind (count is then ignored). Returns SH_OK, or -SH_E_INVALID for a
+ * bad kind, a negative nth, or count 0 or below -1. */
+int sh_debug_fail_os_call(int kind, int64_t nth, int64_t count);
+
+/* Calls of kind the core has made in this process, failed ones included;
+ * 0 for a bad kind. */
+uint64_t sh_debug_os_calls(int kind);
 
 #ifdef __cplusplus
 }

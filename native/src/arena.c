@@ -18,7 +18,6 @@
  * whole 2 MiB with one huge page and inflate RSS up to 128x for small
  * classes, and khugepaged would undo our madvise of free spans.
  */
-#include <errno.h>
 #include <sys/mman.h>
 
 #include "internal.h"
@@ -31,17 +30,17 @@ int sh_arena_init(sh_arena *a, size_t reserve, int allow_huge_pages)
         return SH_E_INVALID;
     size_t size = (reserve + SH_SPAN_SIZE - 1) & ~(SH_SPAN_SIZE - 1);
     size_t map_size = size + SH_SPAN_SIZE;
-    void *m = mmap(NULL, map_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED)
+    void *m = sh_os_map(map_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
+    if (!m)
         return SH_E_NOMEM;
     uintptr_t base = ((uintptr_t)m + SH_SPAN_SIZE - 1) & ~(uintptr_t)(SH_SPAN_SIZE - 1);
     /* trim the unaligned head and the tail so only [base, base+size) stays */
     size_t head = base - (uintptr_t)m;
     if (head)
-        munmap(m, head);
+        sh_os_unmap(m, head);
     size_t tail = map_size - head - size;
     if (tail)
-        munmap((void *)(base + size), tail);
+        sh_os_unmap((void *)(base + size), tail);
     a->map = (void *)base;
     a->map_size = size;
     a->base = base;
@@ -52,14 +51,14 @@ int sh_arena_init(sh_arena *a, size_t reserve, int allow_huge_pages)
     atomic_init(&a->next, 0);
     pthread_mutex_init(&a->commit_lock, NULL);
     if (!allow_huge_pages)
-        (void)madvise((void *)base, size, MADV_NOHUGEPAGE); /* best effort */
+        (void)sh_os_advise((void *)base, size, MADV_NOHUGEPAGE); /* best effort */
     return SH_OK;
 }
 
 void sh_arena_destroy(sh_arena *a)
 {
     if (a->map)
-        munmap(a->map, a->map_size);
+        sh_os_unmap(a->map, a->map_size);
     pthread_mutex_destroy(&a->commit_lock);
     a->map = NULL;
 }
@@ -88,7 +87,7 @@ SH_COLD static bool arena_commit_slow(sh_arena *a, uint64_t need)
             want = need;
         if (want > end)
             want = end;
-        if (mprotect((void *)f, want - f, PROT_READ | PROT_WRITE) == 0) {
+        if (sh_os_protect((void *)f, want - f, PROT_READ | PROT_WRITE)) {
             /* release: a reader that sees the new frontier (acquire) also
              * sees the pages as accessible and the headers written after */
             atomic_store_explicit(&a->frontier, want, memory_order_release);
@@ -115,7 +114,14 @@ sh_span *sh_arena_carve(sh_arena *a)
     uint64_t need = a->base + (i + 1) * SH_SPAN_SIZE;
     /* acquire: pairs with the release store in arena_commit_slow */
     if (SH_UNLIKELY(atomic_load_explicit(&a->frontier, memory_order_acquire) < need) &&
-        !arena_commit_slow(a, need))
-        return NULL; /* the index is lost; only address space, no memory */
+        !arena_commit_slow(a, need)) {
+        /* The OS refused to commit: give the index back unless another
+         * thread carved after it (then it is lost: address space only, no
+         * memory). relaxed: as for the carve itself */
+        uint64_t mine = i + 1;
+        (void)atomic_compare_exchange_strong_explicit(&a->next, &mine, i, memory_order_relaxed,
+                                                      memory_order_relaxed);
+        return NULL;
+    }
     return (sh_span *)(a->base + i * SH_SPAN_SIZE);
 }

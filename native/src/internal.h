@@ -1,6 +1,8 @@
 /*
  * internal.h — types shared by the layers of the spanheap native core.
  *
+ *   os.c          the calls to the OS for memory (mmap, mprotect, madvise,
+ *                 munmap) and the test-only fault injector
  *   arena.c       one reservation per heap, cut into virtual spans
  *   size_class.c  block sizes, payload offsets, real-span sizes
  *   span_pool.c   free spans: per real-span size, per core Treiber stacks
@@ -29,6 +31,15 @@
 #define SH_COLD __attribute__((cold, noinline))
 /* data shared only inside the library: direct (RIP-relative) access, no GOT */
 #define SH_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- OS calls (os.c), the bottom layer --------------------------------- */
+
+#define SH_OS_KINDS (SH_OS_MADVISE + 1)
+/* mmap(NULL, len, prot, flags, -1, 0); NULL (not MAP_FAILED) on failure */
+void *sh_os_map(size_t len, int prot, int flags);
+bool sh_os_protect(void *p, size_t len, int prot); /* mprotect; false: failed */
+bool sh_os_advise(void *p, size_t len, int advice); /* madvise; false: failed  */
+void sh_os_unmap(void *p, size_t len);
 
 /* ---- geometry ---------------------------------------------------------- */
 

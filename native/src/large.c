@@ -36,10 +36,10 @@ void sh_large_destroy(sh_heap *h)
     sh_large_table *t = &h->large;
     for (size_t i = 0; i < t->cap; i++)
         if (t->v && t->v[i].ptr > TOMB)
-            munmap((void *)t->v[i].ptr, t->v[i].size);
+            sh_os_unmap((void *)t->v[i].ptr, t->v[i].size);
     for (size_t i = 0; i < SH_LARGE_CACHE; i++)
         if (t->cache[i].ptr)
-            munmap((void *)t->cache[i].ptr, t->cache[i].size);
+            sh_os_unmap((void *)t->cache[i].ptr, t->cache[i].size);
     free(t->v);
     t->v = NULL;
     pthread_mutex_destroy(&t->lock);
@@ -175,8 +175,8 @@ void *sh_large_alloc(sh_heap *h, size_t size, size_t alignment)
         return NULL;
     }
     size_t map_len = usable + (alignment > SH_PAGE ? alignment : 0);
-    char *m = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) {
+    char *m = sh_os_map(map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
+    if (!m) {
         sh_limit_release(h, usable);
         sh_set_error(SH_E_NOMEM);
         return NULL;
@@ -184,16 +184,16 @@ void *sh_large_alloc(sh_heap *h, size_t size, size_t alignment)
     char *p = (char *)(((uintptr_t)m + alignment - 1) & ~(uintptr_t)(alignment - 1));
     if (map_len != usable) {
         if (p > m)
-            munmap(m, (size_t)(p - m));
+            sh_os_unmap(m, (size_t)(p - m));
         size_t tail = map_len - (size_t)(p - m) - usable;
         if (tail)
-            munmap(p + usable, tail);
+            sh_os_unmap(p + usable, tail);
     }
     pthread_mutex_lock(&h->large.lock);
     bool ok = insert(&h->large, (uintptr_t)p, usable);
     pthread_mutex_unlock(&h->large.lock);
     if (!ok) {
-        munmap(p, usable);
+        sh_os_unmap(p, usable);
         sh_limit_release(h, usable);
         sh_set_error(SH_E_NOMEM);
         return NULL;
@@ -235,7 +235,7 @@ int sh_large_free(sh_heap *h, void *p)
     if (!e)
         return double_free ? SH_E_DOUBLE_FREE : SH_E_NOT_OWNED;
     if (!kept)
-        munmap(p, size);
+        sh_os_unmap(p, size);
     sh_limit_release(h, size);
     /* relaxed: statistics only */
     atomic_fetch_sub_explicit(&h->large_bytes, (int64_t)size, memory_order_relaxed);

@@ -21,7 +21,8 @@
  *
  * Spans whose touched (resident) size reaches SH_MADVISE_THRESHOLD are
  * madvise(MADV_DONTNEED)'d, all but the header page, when they enter the
- * pool (scalloc); smaller ones stay resident for fast reuse.
+ * pool (scalloc); smaller ones stay resident for fast reuse. If the OS
+ * refuses the madvise, the span enters the pool resident, counted as such.
  *
  * Search order in sh_span_acquire: own stripe of the class's real-span
  * size, the other stripes of that size, other real-span sizes, the arena.
@@ -136,7 +137,8 @@ static void span_advise(sh_heap *h, sh_span *s)
     }
     atomic_fetch_sub_explicit(&h->pool_kept, t, memory_order_relaxed); /* as above */
     size_t len = s->touched - SH_PAGE;
-    (void)madvise((char *)s + SH_PAGE, len, MADV_DONTNEED);
+    if (!sh_os_advise((char *)s + SH_PAGE, len, MADV_DONTNEED))
+        return; /* refused: the pages stay resident and counted as such */
     /* relaxed: statistics only */
     atomic_fetch_add_explicit(&h->madvise_calls, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&h->resident, (int64_t)len, memory_order_relaxed);
