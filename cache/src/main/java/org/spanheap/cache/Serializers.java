@@ -15,6 +15,21 @@ public final class Serializers {
     private static final ValueLayout.OfLong BIG_ENDIAN_LONG =
             ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
+    /**
+     * {@return a copy of the segment's bytes} Not {@code MemorySegment.toArray}: on
+     * JDK 25 it looks up a class name by reflection on every call, the hottest
+     * frame of a cache hit.
+     */
+    static byte[] copyOut(MemorySegment source) {
+        long n = source.byteSize();
+        if (n > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("too large for an array: " + n + " bytes");
+        }
+        byte[] b = new byte[(int) n];
+        MemorySegment.copy(source, ValueLayout.JAVA_BYTE, 0, b, 0, (int) n);
+        return b;
+    }
+
     /** {@return a serializer writing a {@code byte[]} as its bytes} The array is copied in and out. */
     public static Serializer<byte[]> bytes() {
         return ByteArrays.INSTANCE;
@@ -55,7 +70,7 @@ public final class Serializers {
 
         @Override
         public byte[] read(MemorySegment source) {
-            return source.toArray(ValueLayout.JAVA_BYTE);
+            return copyOut(source);
         }
     }
 
@@ -89,7 +104,7 @@ public final class Serializers {
 
         @Override
         public String read(MemorySegment source) {
-            return new String(source.toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8);
+            return new String(copyOut(source), StandardCharsets.UTF_8);
         }
     }
 
@@ -130,7 +145,7 @@ public final class Serializers {
 
         @Override
         public MemorySegment read(MemorySegment source) {
-            return MemorySegment.ofArray(source.toArray(ValueLayout.JAVA_BYTE));
+            return MemorySegment.ofArray(copyOut(source));
         }
     }
 }

@@ -56,7 +56,7 @@ import org.openjdk.jmh.annotations.Warmup;
 @State(Scope.Benchmark)
 public class CacheBenchmark {
 
-    @Param({"SPANHEAP", "OHC", "CAFFEINE_HEAP", "EHCACHE_OFFHEAP"})
+    @Param({"SPANHEAP", "OHC", "OHC_TINYLFU", "CAFFEINE_HEAP", "EHCACHE_OFFHEAP"})
     public CachePeer.Kind peer;
 
     @Param({"0.9", "0.99"})

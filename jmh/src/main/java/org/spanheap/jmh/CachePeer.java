@@ -42,7 +42,8 @@ public interface CachePeer extends AutoCloseable {
          * spanheap-cache: values in a compacting heap, Caffeine's policy; bound counts the on-heap index too.
          * {@code -Dbench.heap=} a comma list tries heap settings: {@code nobg} (no background thread),
          * {@code nokappa} (no compaction), {@code slow}/{@code fast} (compaction passes every 1 s / 10 ms),
-         * {@code batch256k} (reclaim batches of 256 KiB), {@code iota1m} (1 MiB per compaction round).
+         * {@code batch256k} (reclaim batches of 256 KiB), {@code iota1m} (1 MiB per compaction round),
+         * {@code mapped} (each page its own mapping instead of a span heap block).
          */
         SPANHEAP,
         /** OHC 0.7.4 (linked implementation, its default LRU eviction); bound is OHC's own entry accounting. */
@@ -106,6 +107,9 @@ public interface CachePeer extends AutoCloseable {
             }
             if (tweak.contains("batch256k")) {
                 heap.reclaimBatchBytes(256 << 10);
+            }
+            if (tweak.contains("mapped")) {
+                heap.mappedPages();
             }
             if (tweak.contains("iota1m")) {
                 heap.iota(1 << 20);
