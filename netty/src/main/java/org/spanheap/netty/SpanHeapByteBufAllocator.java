@@ -32,7 +32,11 @@ import java.util.concurrent.atomic.LongAdder;
  * {@link MemorySegment}; they have a {@linkplain ByteBuf#memoryAddress() memory address}
  * and one NIO buffer. Growing one ({@link ByteBuf#capacity(int)}, which
  * {@code ensureWritable} calls with {@link #calculateNewCapacity(int, int)}) allocates a new
- * block, copies the bytes and frees the old block. Any thread may release a buffer.
+ * block, copies the bytes and frees the old block. Any thread may release a buffer. When
+ * the heap cannot give a block (its {@linkplain SpanHeap.Builder#byteLimit(long) byte limit}
+ * is reached, or the OS refuses memory), allocating or growing a direct buffer throws
+ * {@link org.spanheap.SpanHeapOutOfMemoryError}, an {@link OutOfMemoryError} as Netty's own
+ * allocators throw; a growth that fails leaves the buffer as it was.
  *
  * <p><b>Heap buffers</b> come from a {@link PooledByteBufAllocator} that this allocator
  * creates for them (heap arenas only, Netty's default number and chunk size): pooled

@@ -8,6 +8,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.spanheap.SpanHeap;
+import org.spanheap.SpanHeapOutOfMemoryError;
 
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -237,6 +238,28 @@ class SpanHeapByteBufAllocatorTest {
             assertEquals(0, tracked.refCnt());
         } finally {
             ResourceLeakDetector.setLevel(level);
+        }
+    }
+
+    @Test
+    void aFullHeapFailsTheAllocationOrGrowthAndLeavesTheBufferAsItWas() {
+        try (SpanHeap limited = SpanHeap.builder().byteLimit(4 * MIB).build()) {
+            SpanHeapByteBufAllocator small = new SpanHeapByteBufAllocator(limited);
+            assertThrows(SpanHeapOutOfMemoryError.class, () -> small.directBuffer(8 * MIB));
+            assertEquals(0, small.metric().usedDirectMemory());
+
+            ByteBuf buf = small.directBuffer(MIB);
+            buf.writeZero(MIB - 8).writeLong(42);
+            // OutOfMemoryError, as Netty's own allocators throw when direct memory runs out.
+            OutOfMemoryError e = assertThrows(OutOfMemoryError.class, () -> buf.capacity(16 * MIB));
+            assertTrue(e instanceof SpanHeapOutOfMemoryError, e::toString);
+            assertEquals(MIB, buf.capacity());
+            assertEquals(MIB, buf.writerIndex());
+            assertEquals(42, buf.getLong(MIB - 8));
+            assertEquals(MIB, small.metric().usedDirectMemory());
+            assertTrue(buf.release());
+            assertEquals(0, small.metric().usedDirectMemory());
+            assertEquals(0, limited.stats().liveBytes());
         }
     }
 
