@@ -38,6 +38,8 @@ import java.util.concurrent.atomic.LongAdder;
  * {@link org.spanheap.SpanHeapOutOfMemoryError}, an {@link OutOfMemoryError} as Netty's own
  * allocators throw; a growth that fails leaves the buffer as it was.
  *
+ * <p>The allocator is thread-safe: all event loops of a group may share one.
+ *
  * <p><b>Heap buffers</b> come from a {@link PooledByteBufAllocator} that this allocator
  * creates for them (heap arenas only, Netty's default number and chunk size): pooled
  * arrays, not a new array per buffer. Such a buffer's {@link ByteBuf#alloc()} is that
