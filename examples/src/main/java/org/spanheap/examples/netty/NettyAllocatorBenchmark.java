@@ -19,6 +19,7 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 import org.spanheap.SpanHeap;
+import org.spanheap.netty.SpanHeapByteBufAllocator;
 
 import java.util.concurrent.TimeUnit;
 
