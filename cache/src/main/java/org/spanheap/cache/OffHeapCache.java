@@ -472,7 +472,8 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         private Duration expireAfterAccess;
         private Ticker ticker;
         private RemovalListener<? super K, ? super V> listener;
-        private CompactingHeap.Builder heapBuilder = CompactingHeap.builder();
+        /** Pages mapped one by one: see {@link #heap}. */
+        private CompactingHeap.Builder heapBuilder = CompactingHeap.builder().mappedPages();
         private String name;
 
         private Builder(Serializer<K> keySerializer, Serializer<V> valueSerializer) {
@@ -544,8 +545,11 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
 
         /**
          * Sets how the cache's compacting heap is built (page size, compaction
-         * pacing, the span heap it takes pages from). The cache builds and owns
-         * the heap, and closes it on {@link OffHeapCache#close()}.
+         * pacing, where its pages come from). The cache builds and owns the heap,
+         * and closes it on {@link OffHeapCache#close()}. The default is
+         * {@code CompactingHeap.builder().mappedPages()}: under a cache's churn,
+         * pages mapped one by one left the process 10-40% less resident memory
+         * than pages from a span heap, at the same throughput (docs/cache.md).
          *
          * @param heapBuilder a configured heap builder
          * @return this builder

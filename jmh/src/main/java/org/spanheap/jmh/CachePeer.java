@@ -43,7 +43,7 @@ public interface CachePeer extends AutoCloseable {
          * {@code -Dbench.heap=} a comma list tries heap settings: {@code nobg} (no background thread),
          * {@code nokappa} (no compaction), {@code slow}/{@code fast} (compaction passes every 1 s / 10 ms),
          * {@code batch256k} (reclaim batches of 256 KiB), {@code iota1m} (1 MiB per compaction round),
-         * {@code mapped} (each page its own mapping instead of a span heap block).
+         * {@code spanpages} (pages from a span heap instead of the cache's default, one mapping each).
          */
         SPANHEAP,
         /** OHC 0.7.4 (linked implementation, its default LRU eviction); bound is OHC's own entry accounting. */
@@ -91,7 +91,7 @@ public interface CachePeer extends AutoCloseable {
         private final OffHeapCache<Long, byte[]> cache;
 
         Spanheap(long capacity) {
-            org.spanheap.CompactingHeap.Builder heap = org.spanheap.CompactingHeap.builder();
+            org.spanheap.CompactingHeap.Builder heap = org.spanheap.CompactingHeap.builder().mappedPages();
             String tweak = System.getProperty("bench.heap", "");
             if (tweak.contains("nobg")) {
                 heap.backgroundCompaction(false);
@@ -108,8 +108,8 @@ public interface CachePeer extends AutoCloseable {
             if (tweak.contains("batch256k")) {
                 heap.reclaimBatchBytes(256 << 10);
             }
-            if (tweak.contains("mapped")) {
-                heap.mappedPages();
+            if (tweak.contains("spanpages")) {
+                heap.spanHeap(org.spanheap.SpanHeap.create()); // not closed: the benchmark JVM ends with it
             }
             if (tweak.contains("iota1m")) {
                 heap.iota(1 << 20);

@@ -54,7 +54,7 @@ import org.spanheap.internal.SpanHeapImpl;
 public final class CompactFitHeap {
 
     /** Compactor falls this many batches behind: freeing threads run a round themselves. */
-    private static final int HELP_FACTOR = Integer.getInteger("spanheap.experiment.helpFactor", 8);
+    private static final int HELP_FACTOR = 8;
 
     private final PageSource source;
     private final long pageSize;
