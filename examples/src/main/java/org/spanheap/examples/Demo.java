@@ -64,6 +64,13 @@ public final class Demo {
                         + " %d keys (Zipf 0.9) per phase; values of 100 B..1 KiB and 4..16 KiB in turns of %.0f s,"
                         + " 0.1%% of 64 KiB..1 MiB; 95%% reads (a miss loads the value), 5%% writes; %.0f s per run%n",
                 bytes >> 20, Runtime.version(), w.threads(), w.keys(), w.phaseSeconds(), w.seconds());
+        // Warm-up, not reported: the JIT compiles the paths and its own memory grows here, not in a run.
+        CacheWorkload warmUp = new CacheWorkload(Math.min(3, w.seconds()), w.threads(), w.keys(), w.phaseSeconds());
+        try (OffHeapCache<Long, byte[]> cache = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
+                .capacity(bytes).build()) {
+            warmUp.run("warm-up", cache, new java.io.PrintStream(java.io.OutputStream.nullOutputStream()));
+        }
+        System.out.println("  (warmed up for " + warmUp.seconds() + " s)");
         List<CacheWorkload.Result> results = new ArrayList<>();
         try (OffHeapCache<Long, byte[]> cache = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
                 .capacity(bytes).build()) {
