@@ -94,6 +94,17 @@ size_t sh_usable_size(sh_heap *heap, const void *ptr);
 /* Error code of the last failing call on this OS thread. */
 int sh_last_error(void);
 
+/* Gives memory that the heap holds but does not use back to the OS: the
+ * calling thread's deferred frees and spare spans go to the span pool, every
+ * pooled span is madvised down to its header page (also those the pool
+ * keeps resident for fast reuse), and the freed large mappings kept for
+ * reuse are unmapped. Returns the bytes given back: committed_bytes drops by
+ * as much when no other thread uses the heap meanwhile. Other threads'
+ * caches and spans in use are not touched. May be called concurrently with
+ * any call but sh_heap_destroy; an allocation racing with it may map a new
+ * span instead of reusing a pooled one. */
+size_t sh_trim(sh_heap *heap);
+
 /* ---- size classes ---------------------------------------------------- */
 
 typedef struct sh_class_info {

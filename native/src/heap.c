@@ -562,6 +562,29 @@ static uint64_t nonneg(int64_t v)
     return v > 0 ? (uint64_t)v : 0;
 }
 
+/* relaxed: a statistic, exact only when quiescent */
+static size_t resident_now(sh_heap *h)
+{
+    return (size_t)nonneg(atomic_load_explicit(&h->resident, memory_order_relaxed));
+}
+
+SH_API size_t sh_trim(sh_heap *h)
+{
+    if (!h)
+        return 0;
+    size_t before = resident_now(h);
+    /* the caller's deferred frees and spare spans first: they are its own,
+     * so only this thread may hand them to the pool */
+    sh_lab *mine = sh_lab_find(h);
+    if (mine) {
+        sh_lab_flush(h, mine, -1);
+        sh_lab_drop_spares(h, mine);
+    }
+    size_t after_flush = resident_now(h);
+    size_t released = before > after_flush ? before - after_flush : 0;
+    return released + sh_pool_trim(h) + sh_large_trim(h);
+}
+
 SH_API void sh_stats(sh_heap *h, sh_heap_stats *out)
 {
     if (!h || !out)

@@ -372,6 +372,7 @@ void sh_pool_push(sh_heap *h, unsigned real_idx, unsigned core, sh_span *s);
 sh_span *sh_span_acquire(sh_heap *h, sh_lab *lab, unsigned cls);
 void sh_span_release(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls);
 void sh_lab_drop_spares(sh_heap *h, sh_lab *lab);
+size_t sh_pool_trim(sh_heap *h);
 
 /* span.c */
 void sh_span_init(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls);
@@ -476,5 +477,6 @@ void *sh_large_alloc(sh_heap *h, size_t size, size_t alignment);
 extern __thread int sh_large_last_reused;
 int sh_large_free(sh_heap *h, void *p);
 size_t sh_large_usable(sh_heap *h, const void *p);
+size_t sh_large_trim(sh_heap *h);
 
 #endif /* SH_INTERNAL_H */

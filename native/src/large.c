@@ -243,6 +243,31 @@ int sh_large_free(sh_heap *h, void *p)
     return SH_OK;
 }
 
+/* Unmaps every freed mapping kept for reuse; returns their bytes. A later
+ * second free of such a pointer is then reported as not owned instead of as
+ * a double free, as for a mapping that was never kept. */
+size_t sh_large_trim(sh_heap *h)
+{
+    sh_large_entry gone[SH_LARGE_CACHE];
+    size_t bytes = 0;
+    pthread_mutex_lock(&h->large.lock);
+    for (int i = 0; i < SH_LARGE_CACHE; i++) {
+        gone[i] = h->large.cache[i];
+        h->large.cache[i].ptr = 0;
+    }
+    h->large.cache_bytes = 0;
+    pthread_mutex_unlock(&h->large.lock);
+    for (int i = 0; i < SH_LARGE_CACHE; i++) {
+        if (!gone[i].ptr)
+            continue;
+        sh_os_unmap((void *)gone[i].ptr, gone[i].size);
+        /* relaxed: statistics only */
+        atomic_fetch_sub_explicit(&h->large_cached, (int64_t)gone[i].size, memory_order_relaxed);
+        bytes += gone[i].size;
+    }
+    return bytes;
+}
+
 size_t sh_large_usable(sh_heap *h, const void *p)
 {
     pthread_mutex_lock(&h->large.lock);

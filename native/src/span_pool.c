@@ -202,6 +202,48 @@ void sh_span_release(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls)
     sh_pool_push(h, c->real_idx, me ? me->core : 0, s);
 }
 
+/* Gives back all but the header page of every pooled span that holds more:
+ * the spans the pool keeps resident (SH_POOL_KEEP) and the small ones below
+ * SH_MADVISE_THRESHOLD. Each stack is emptied first, so the spans are ours
+ * while we advise them, then pushed back; an acquirer that finds a stack
+ * empty meanwhile carves a new span, which costs address space, not memory.
+ * Returns the bytes given back. */
+size_t sh_pool_trim(sh_heap *h)
+{
+    size_t released = 0;
+    for (size_t i = 0; i < SH_NUM_REAL * h->ncores; i++) {
+        sh_pool_stack *st = &h->pool[i];
+        sh_span *mine = NULL;
+        sh_span *s;
+        while ((s = stack_pop(st)) != NULL) {
+            /* relaxed: s is ours now; the link only chains our private list */
+            atomic_store_explicit(&s->pool_next, (uint64_t)(uintptr_t)mine, memory_order_relaxed);
+            mine = s;
+        }
+        while (mine) {
+            s = mine;
+            /* relaxed: written by us above */
+            mine = (sh_span *)(uintptr_t)atomic_load_explicit(&s->pool_next, memory_order_relaxed);
+            if (s->touched > SH_PAGE) {
+                size_t len = s->touched - SH_PAGE;
+                if (sh_os_advise((char *)s + SH_PAGE, len, MADV_DONTNEED)) {
+                    /* relaxed: statistics and a budget, see span_advise */
+                    atomic_fetch_add_explicit(&h->madvise_calls, 1, memory_order_relaxed);
+                    atomic_fetch_sub_explicit(&h->resident, (int64_t)len, memory_order_relaxed);
+                    atomic_fetch_add_explicit(&h->advised, (int64_t)len, memory_order_relaxed);
+                    atomic_fetch_sub_explicit(&h->pool_kept, (int64_t)s->kept, memory_order_relaxed);
+                    s->kept = 0;
+                    s->advised += (uint32_t)len;
+                    s->touched = SH_PAGE;
+                    released += len;
+                }
+            }
+            stack_push(st, s); /* n_free still counts it: we took it with stack_pop */
+        }
+    }
+    return released;
+}
+
 /* Thread exit: the LAB's spare spans go to the pool (madvised as usual). */
 void sh_lab_drop_spares(sh_heap *h, sh_lab *lab)
 {

@@ -602,6 +602,53 @@ static void test_remote_and_orphans(void)
     sh_heap_destroy(rh);
 }
 
+/* sh_trim gives back pooled spans kept resident and kept large mappings,
+ * reports what it gave back, and finds nothing on a second call */
+static void test_trim(void)
+{
+    sh_heap *h = heap_with(0, 0);
+    enum { N = 64 };
+    static void *v[N];
+    /* 64 blocks of 200 KB: about 7 spans of 2 MiB, all kept resident in the
+     * pool (under SH_POOL_KEEP) once freed */
+    for (int i = 0; i < N; i++) {
+        v[i] = sh_alloc(h, 200000);
+        REQUIRE(v[i]);
+        memset(v[i], 0x5a, 200000);
+    }
+    for (int i = 0; i < N; i++)
+        sh_free(h, v[i]);
+    /* a 4 MiB large object, freed: its mapping is kept for reuse */
+    void *big = sh_alloc(h, (size_t)4 << 20);
+    REQUIRE(big);
+    memset(big, 1, (size_t)4 << 20);
+    sh_free(h, big);
+    sh_heap_stats st;
+    sh_stats(h, &st);
+    uint64_t committed = st.committed_bytes;
+    uint64_t madvised = st.madvise_calls;
+    CHECK_EQ(st.live_bytes, 0);
+    CHECK(committed >= ((uint64_t)12 << 20) + ((uint64_t)4 << 20));
+
+    size_t released = sh_trim(h);
+    sh_stats(h, &st);
+    CHECK(released >= ((uint64_t)12 << 20) + ((uint64_t)4 << 20));
+    CHECK_EQ(st.committed_bytes, committed - released);
+    CHECK(st.madvise_calls > madvised);
+    CHECK_EQ(sh_trim(h), 0);
+
+    /* the trimmed spans and the heap still work */
+    for (int i = 0; i < N; i++) {
+        v[i] = sh_alloc(h, 200000);
+        REQUIRE(v[i]);
+        memset(v[i], 0xa5, 200000);
+    }
+    for (int i = 0; i < N; i++)
+        sh_free(h, v[i]);
+    CHECK_EQ(sh_trim(NULL), 0);
+    sh_heap_destroy(h);
+}
+
 int main(void)
 {
     test_abi_version();
@@ -615,6 +662,7 @@ int main(void)
     test_exhaustion();
     test_heaps_and_lifetime();
     test_remote_and_orphans();
+    test_trim();
     if (t_failures) {
         fprintf(stderr, "test_api: %d check(s) failed\n", t_failures);
         return 1;

@@ -330,6 +330,34 @@ public final class CompactingHeap implements AutoCloseable {
     }
 
     /**
+     * Gives memory that this heap holds but does not use back to the OS, and
+     * returns how many bytes that was. Reclaims every object freed so far (a
+     * round that moves nothing), then releases the empty pages the heap keeps
+     * in reserve for new objects and unmaps the mappings of reclaimed large
+     * objects kept for reuse. Pages that still hold objects stay; call
+     * {@link #compact()} first to empty as many as possible.
+     *
+     * {@snippet :
+     * heap.compact();                // fewest pages
+     * long released = heap.trim();   // and nothing held in reserve
+     * }
+     *
+     * @return the bytes released: the drop of
+     *         {@link CompactingHeapStats#committedBytes()} over the call, exact when no
+     *         other thread allocates meanwhile, and 0 if their allocations made it grow
+     * @throws IllegalStateException if the heap is closed, or if called inside a
+     *         {@link #read}/{@link #write} function of this heap (the round closes the
+     *         epoch of that function's segment)
+     * @implNote Waits for a round in progress. One {@code madvise} (or {@code munmap})
+     * per page given back and one {@code munmap} per kept mapping; new objects then
+     * fault their pages in again.
+     */
+    public long trim() {
+        checkNotRerunning("trim()");
+        return core.trim();
+    }
+
+    /**
      * Moves the object named by {@code handle} to another block of its size
      * class now, in a round of its own (then restores kappa). Its handle stays
      * valid; segments of the current epoch die. Meant for tests of the access

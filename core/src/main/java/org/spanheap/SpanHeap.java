@@ -6,6 +6,8 @@ import org.spanheap.internal.SpanHeapImpl;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.Locale;
+import java.util.Properties;
 
 /**
  * An off-heap allocator: native memory segments from a lock-free span allocator, freed
@@ -73,19 +75,124 @@ public final class SpanHeap implements AutoCloseable {
         return new Builder();
     }
 
-    private static final class GlobalHolder {
-        static final SpanHeap GLOBAL = new Builder().buildGlobal();
+    /** Prefix of the system properties that configure {@link #global()}. */
+    static final String GLOBAL_PROPERTY_PREFIX = "spanheap.global.";
+
+    /** The global heap once built; written under the class lock, read without it. */
+    private static volatile SpanHeap global;
+
+    /**
+     * {@return the process-wide default heap} It is created on first use and is never
+     * closed: {@link #close()} on it throws {@link UnsupportedOperationException}.
+     *
+     * <p>Its settings are the defaults of {@link Builder}, except where these system
+     * properties, read once when the heap is created, say otherwise (sizes in bytes, or
+     * with a suffix {@code k}, {@code m} or {@code g} for KiB, MiB or GiB):
+     * <table class="striped">
+     * <caption>System properties of the global heap</caption>
+     * <thead><tr><th scope="col">Property</th><th scope="col">Builder method</th></tr></thead>
+     * <tbody>
+     * <tr><th scope="row">{@code spanheap.global.reserveBytes}</th><td>{@link Builder#reserveBytes(long)}</td></tr>
+     * <tr><th scope="row">{@code spanheap.global.byteLimit}</th><td>{@link Builder#byteLimit(long)}</td></tr>
+     * <tr><th scope="row">{@code spanheap.global.threadCacheBlocks}</th>
+     *     <td>{@link Builder#threadCacheBlocks(int)} (a count: no suffix)</td></tr>
+     * <tr><th scope="row">{@code spanheap.global.threadCacheBytesPerClass}</th>
+     *     <td>{@link Builder#threadCacheBytesPerClass(long)}</td></tr>
+     * </tbody>
+     * </table>
+     *
+     * {@snippet lang=shell :
+     * java -Dspanheap.global.byteLimit=2g -Dspanheap.global.threadCacheBlocks=16 ...
+     * }
+     *
+     * <p>A call that fails creates nothing: the next call reads the properties again.
+     *
+     * @throws IllegalArgumentException if a property's value is not a number (with an
+     *         allowed suffix) or is out of the setting's range; the message names the
+     *         property and its value
+     * @throws SpanHeapOutOfMemoryError if the address space cannot be reserved
+     * @throws UnsatisfiedLinkError if the native library cannot be loaded
+     * @implNote After the first successful call, one volatile read.
+     */
+    public static SpanHeap global() {
+        SpanHeap g = global; // volatile: a non-null value is a fully built heap
+        return g != null ? g : createGlobal();
+    }
+
+    private static synchronized SpanHeap createGlobal() {
+        if (global == null) {
+            global = fromProperties(System.getProperties()).buildGlobal();
+        }
+        return global;
     }
 
     /**
-     * {@return the process-wide default heap} It is created with default settings on first
-     * use and is never closed: {@link #close()} on it throws
-     * {@link UnsupportedOperationException}.
+     * A builder with the settings that the {@code spanheap.global.*} entries of
+     * {@code properties} give (see {@link #global()}), the defaults for absent ones.
      *
-     * @throws UnsatisfiedLinkError if the native library cannot be loaded
+     * @throws IllegalArgumentException if a value is malformed or out of range, naming
+     *         the property and the value
      */
-    public static SpanHeap global() {
-        return GlobalHolder.GLOBAL;
+    static Builder fromProperties(Properties properties) {
+        Builder b = new Builder();
+        String v;
+        if ((v = property(properties, "reserveBytes")) != null) {
+            b.reserveBytes(bytes("reserveBytes", v));
+        }
+        if ((v = property(properties, "byteLimit")) != null) {
+            b.byteLimit(bytes("byteLimit", v));
+        }
+        if ((v = property(properties, "threadCacheBlocks")) != null) {
+            long n = number("threadCacheBlocks", v, v.strip(), "is not a number of blocks (digits)");
+            if (n < 0 || n > 4096) {
+                throw badProperty("threadCacheBlocks", v, "must be in [0, 4096]");
+            }
+            b.threadCacheBlocks((int) n);
+        }
+        if ((v = property(properties, "threadCacheBytesPerClass")) != null) {
+            b.threadCacheBytesPerClass(bytes("threadCacheBytesPerClass", v));
+        }
+        return b;
+    }
+
+    private static String property(Properties properties, String knob) {
+        return properties.getProperty(GLOBAL_PROPERTY_PREFIX + knob);
+    }
+
+    /** A size: digits, optionally followed by k, m or g (either case), at least 0. */
+    private static long bytes(String knob, String value) {
+        String t = value.strip().toLowerCase(Locale.ROOT);
+        int shift = 0;
+        if (!t.isEmpty()) {
+            switch (t.charAt(t.length() - 1)) {
+                case 'k' -> shift = 10;
+                case 'm' -> shift = 20;
+                case 'g' -> shift = 30;
+                default -> { }
+            }
+        }
+        long n = number(knob, value, shift == 0 ? t : t.substring(0, t.length() - 1),
+                "is not a number of bytes (digits, optionally followed by k, m or g)");
+        if (n < 0) {
+            throw badProperty(knob, value, "must be >= 0");
+        }
+        if (n > Long.MAX_VALUE >> shift) {
+            throw badProperty(knob, value, "is too large");
+        }
+        return n << shift;
+    }
+
+    private static long number(String knob, String value, String digits, String notANumber) {
+        try {
+            return Long.parseLong(digits);
+        } catch (NumberFormatException e) {
+            throw badProperty(knob, value, notANumber);
+        }
+    }
+
+    private static IllegalArgumentException badProperty(String knob, String value, String why) {
+        return new IllegalArgumentException(
+                "system property " + GLOBAL_PROPERTY_PREFIX + knob + " " + why + ": \"" + value + "\"");
     }
 
     /**
@@ -251,6 +358,33 @@ public final class SpanHeap implements AutoCloseable {
         impl.flushThreadCache();
     }
 
+    /**
+     * Gives memory that this heap holds but does not use back to the OS, and returns how
+     * many bytes that was. Free blocks cached by the calling thread and by terminated
+     * threads return to the heap first (as {@link #flushThreadCache()}); then every free
+     * span is released with {@code madvise(MADV_DONTNEED)} down to its header page, also
+     * those the heap keeps resident for fast reuse, and the freed large mappings kept for
+     * reuse are unmapped. Blocks in use, and the free blocks and spare spans of other live
+     * threads, stay where they are.
+     *
+     * {@snippet :
+     * long released = heap.trim();   // e.g. after a burst, before a long idle phase
+     * }
+     *
+     * @return the bytes released: the drop of {@link HeapStats#committedBytes()} over the
+     *         call, exact when no other thread allocates or frees meanwhile, and 0 if
+     *         their allocations made it grow
+     * @throws IllegalStateException if the heap is closed
+     * @implNote O(free spans + threads that used the heap): one {@code madvise} per free
+     * span that holds more than its header page and one {@code munmap} per kept mapping,
+     * so it costs system calls and, for the spans reused afterwards, page faults.
+     * Allocations running meanwhile are not blocked; they may map a fresh span instead of
+     * reusing a pooled one while it is being released.
+     */
+    public long trim() {
+        return impl.trim();
+    }
+
     /** {@return whether this heap is open} */
     public boolean isOpen() {
         return impl.isOpen();
@@ -394,6 +528,23 @@ public final class SpanHeap implements AutoCloseable {
             }
             this.cacheBytesPerClass = bytes;
             return this;
+        }
+
+        // the settings, for the tests of fromProperties (same package: not public API)
+        long reserveBytes() {
+            return reserveBytes;
+        }
+
+        long byteLimit() {
+            return byteLimit;
+        }
+
+        int threadCacheBlocks() {
+            return cacheBlocks;
+        }
+
+        long threadCacheBytesPerClass() {
+            return cacheBytesPerClass;
         }
 
         /**

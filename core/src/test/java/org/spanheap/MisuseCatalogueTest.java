@@ -326,6 +326,11 @@ class MisuseCatalogueTest {
             h.close();
             return h::flushThreadCache;
         }));
+        m.add(span("trim after close", IllegalStateException.class, "heap is closed", f -> {
+            SpanHeap h = f.otherHeap();
+            h.close();
+            return h::trim;
+        }));
         m.add(span("usableSize after close", IllegalStateException.class, "heap is closed", f -> {
             SpanHeap h = f.otherHeap();
             MemorySegment s = h.allocate(64);
@@ -554,6 +559,12 @@ class MisuseCatalogueTest {
                     long h = c.allocate(64);
                     c.close();
                     return () -> c.free(h);
+                }));
+        m.add(compacting("compacting: trim after close", IllegalStateException.class,
+                "compacting heap is closed", f -> {
+                    CompactingHeap c = f.otherCompacting();
+                    c.close();
+                    return c::trim;
                 }));
         m.add(compacting("compacting: build over a closed span heap", IllegalStateException.class, "heap is closed", f -> {
             SpanHeap spans = f.otherHeap();

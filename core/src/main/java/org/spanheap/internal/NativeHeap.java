@@ -30,8 +30,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *     {@code long[]} magazines directly (no copy); GC waits for such a call, which is
  *     bounded by the batch size. A critical call never unmounts a virtual thread, so two
  *     consecutive critical calls run on the same OS thread ({@code sh_last_error}).</li>
- * <li>{@code sh_heap_create}, {@code sh_heap_destroy} and {@code sh_stats} (which may
- *     walk per-core state) use ordinary downcalls.</li>
+ * <li>{@code sh_heap_create}, {@code sh_heap_destroy}, {@code sh_stats} (which may
+ *     walk per-core state) and {@code sh_trim} (system calls) use ordinary downcalls.</li>
  * </ul>
  */
 public final class NativeHeap {
@@ -77,6 +77,8 @@ public final class NativeHeap {
             FunctionDescriptor.ofVoid(ADDRESS, ADDRESS), CRITICAL_HEAP);
     private static final MethodHandle SH_STATS = handle("sh_stats",
             FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+    private static final MethodHandle SH_TRIM = handle("sh_trim",
+            FunctionDescriptor.of(JAVA_LONG, ADDRESS));
 
     // libc's memset, for zeroing: about twice the speed of MemorySegment.fill from 512 bytes
     // up (docs/java-core.md, Zeroing). Critical only while short: a critical call holds off
@@ -355,6 +357,21 @@ public final class NativeHeap {
     public static void stats(MemorySegment heap, MemorySegment out) {
         try {
             SH_STATS.invokeExact(heap, out);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * Calls {@code sh_trim}: gives the pooled free spans' pages and the kept large mappings
+     * back to the OS.
+     *
+     * @param heap the heap segment (see the class comment)
+     * @return the bytes given back
+     */
+    public static long trim(MemorySegment heap) {
+        try {
+            return (long) SH_TRIM.invokeExact(heap);
         } catch (Throwable t) {
             throw rethrow(t);
         }

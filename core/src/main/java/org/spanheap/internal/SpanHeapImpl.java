@@ -865,6 +865,34 @@ public final class SpanHeapImpl {
         }
     }
 
+    /**
+     * Drains the calling thread's cache, the terminated threads' and the free striped
+     * ones, then has the native core give free spans and kept large mappings back to the
+     * OS. Returns the drop in committed bytes over the call (0 if other threads made it
+     * grow meanwhile).
+     */
+    public long trim() {
+        if (!scope.isAlive()) {
+            throw closed();
+        }
+        try {
+            long before = committedBytes();
+            reclaimCaches();
+            NativeHeap.trim(handle);
+            return Math.max(0, before - committedBytes());
+        } catch (IllegalStateException e) {
+            throw closedOr(e);
+        }
+    }
+
+    private long committedBytes() {
+        try (Arena tmp = Arena.ofConfined()) {
+            MemorySegment s = tmp.allocate(SpanLayout.SH_HEAP_STATS);
+            NativeHeap.stats(handle, s);
+            return s.get(JAVA_LONG, SpanLayout.STATS_COMMITTED);
+        }
+    }
+
     // =====================================================================
     // Stats, usable size
     // =====================================================================

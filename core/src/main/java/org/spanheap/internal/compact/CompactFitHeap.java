@@ -56,7 +56,7 @@ public final class CompactFitHeap {
     /** Compactor falls this many batches behind: freeing threads run a round themselves. */
     private static final int HELP_FACTOR = 8;
 
-    private final PageSource source;
+    private final PageReserve source;
     private final long pageSize;
     private final BlockSizes sizes;
     private final SizeClassPages[] classes;
@@ -127,7 +127,7 @@ public final class CompactFitHeap {
     private volatile long movedBytes, movedBlocks, increments, epochsClosed;
     private volatile long maxIncrementNanos, totalIncrementNanos, maxCloseNanos;
 
-    private CompactFitHeap(PageSource source, int kappa, long iota, long reclaimBatchBytes, long passIntervalNanos,
+    private CompactFitHeap(PageReserve source, int kappa, long iota, long reclaimBatchBytes, long passIntervalNanos,
             boolean background) {
         this.passIntervalNanos = passIntervalNanos;
         this.minSourceAgeNanos = background ? passIntervalNanos : 0; // kappa after every free: no waiting
@@ -914,6 +914,30 @@ public final class CompactFitHeap {
         } finally {
             roundLock.unlock();
         }
+    }
+
+    /**
+     * Runs a round that reclaims the limbo (moving nothing), then gives the
+     * page reserve and the kept large mappings back. Returns the drop of the
+     * committed bytes over the call, 0 if concurrent allocations made them grow.
+     */
+    public long trim() {
+        roundLock.lock();
+        try {
+            checkOpen();
+            long before = committedBytes();
+            round(Integer.MAX_VALUE, 0); // goal MAX_VALUE: plans no moves
+            source.drain();
+            largeCache.drain();
+            return Math.max(0, before - committedBytes());
+        } finally {
+            roundLock.unlock();
+        }
+    }
+
+    /** Pages out and in the reserve, large objects' mappings, kept mappings: what stats() reports as committed. */
+    private long committedBytes() {
+        return source.committedBytes() + largeMapped.get() + largeCache.bytes();
     }
 
     /**
