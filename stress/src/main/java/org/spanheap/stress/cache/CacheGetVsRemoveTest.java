@@ -35,12 +35,12 @@ public class CacheGetVsRemoveTest {
     boolean removed;
 
     public CacheGetVsRemoveTest() {
-        CACHE.put(key, CacheGetVsReplaceTest.value(1));
+        CACHE.put(key, CacheGetVsReplaceTest.value(key, 1));
     }
 
     @Actor
     public void reader() {
-        Long v = CACHE.get(key, CacheGetVsReplaceTest::version);
+        Long v = CACHE.get(key, s -> CacheGetVsReplaceTest.version(key, s));
         seen = v == null ? 0 : v;
     }
 
