@@ -5,6 +5,7 @@ import java.lang.foreign.ValueLayout;
 import java.util.Objects;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import javax.management.ObjectName;
 import org.spanheap.internal.compact.CompactFitHeap;
 
 /**
@@ -78,6 +79,7 @@ public final class CompactingHeap implements AutoCloseable {
     private static final ThreadLocal<CompactingHeap> RERUNNING = new ThreadLocal<>();
 
     private final CompactFitHeap core;
+    private final MXBeanRegistration mxBean = new MXBeanRegistration();
 
     private CompactingHeap(CompactFitHeap core) {
         this.core = core;
@@ -442,14 +444,37 @@ public final class CompactingHeap implements AutoCloseable {
     }
 
     /**
+     * Registers a {@link CompactingHeapMXBean} for this heap on the platform MBean server
+     * as {@code org.spanheap:type=CompactingHeap,name="<name>"} (the name
+     * {@linkplain ObjectName#quote quoted}, so any string will do) and returns its object
+     * name; {@link #close()} unregisters it. From now on the name also labels this heap's
+     * JFR events (docs/observability.md).
+     *
+     * @param name the heap's name, unique among the registered compacting heaps
+     * @return the MXBean's object name
+     * @throws NullPointerException if {@code name} is null
+     * @throws IllegalArgumentException if {@code name} is blank, or an MXBean of that name
+     *         is registered already; the message names it
+     * @throws IllegalStateException if the heap is closed, or already has an MXBean
+     */
+    public ObjectName registerMXBean(String name) {
+        ObjectName on = mxBean.register("CompactingHeap", name, new CompactingHeapMXBeanAdapter(this, name),
+                () -> !core.isClosed());
+        core.name(name);
+        return on;
+    }
+
+    /**
      * Frees all memory of the heap and stops its background thread. Segments
      * handed out become inaccessible; every later call but {@code close}
      * throws {@link IllegalStateException}. Idempotent. Calls racing with
      * close complete or throw; a free racing with it may leave its object's
-     * memory to the OS's reclaim at exit.
+     * memory to the OS's reclaim at exit. Unregisters the heap's
+     * {@linkplain #registerMXBean(String) MXBean}, if any, first.
      */
     @Override
     public void close() {
+        mxBean.close(); // first: no JMX read meets a closed heap
         core.close();
     }
 

@@ -8,6 +8,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 import java.util.Properties;
+import javax.management.ObjectName;
 
 /**
  * An off-heap allocator: native memory segments from a lock-free span allocator, freed
@@ -53,6 +54,7 @@ public final class SpanHeap implements AutoCloseable {
     public static final long DEFAULT_CACHE_BYTES_PER_CLASS = 64 * 1024;
 
     private final SpanHeapImpl impl;
+    private final MXBeanRegistration mxBean = new MXBeanRegistration();
 
     private SpanHeap(SpanHeapImpl impl) {
         this.impl = impl;
@@ -391,10 +393,36 @@ public final class SpanHeap implements AutoCloseable {
     }
 
     /**
+     * Registers a {@link SpanHeapMXBean} for this heap on the platform MBean server as
+     * {@code org.spanheap:type=SpanHeap,name="<name>"} (the name {@linkplain ObjectName#quote
+     * quoted}, so any string will do) and returns its object name; {@link #close()}
+     * unregisters it. From now on the name also labels this heap's JFR events
+     * (docs/observability.md).
+     *
+     * {@snippet :
+     * SpanHeap heap = SpanHeap.create();
+     * ObjectName on = heap.registerMXBean("buffers");   // org.spanheap:type=SpanHeap,name="buffers"
+     * }
+     *
+     * @param name the heap's name, unique among the registered span heaps
+     * @return the MXBean's object name
+     * @throws NullPointerException if {@code name} is null
+     * @throws IllegalArgumentException if {@code name} is blank, or an MXBean of that name is
+     *         registered already; the message names it
+     * @throws IllegalStateException if the heap is closed, or already has an MXBean
+     */
+    public ObjectName registerMXBean(String name) {
+        ObjectName on = mxBean.register("SpanHeap", name, new SpanHeapMXBeanAdapter(this, name), impl::isOpen);
+        impl.name(name);
+        return on;
+    }
+
+    /**
      * Closes this heap: afterwards every method but {@code isOpen} and {@code close} throws
      * {@link IllegalStateException}, and so does any access through a segment the heap
      * returned. Closing a closed heap has no effect. Safe while other threads still use
-     * the heap: their calls complete or throw.
+     * the heap: their calls complete or throw. Unregisters the heap's
+     * {@linkplain #registerMXBean(String) MXBean}, if any, first.
      *
      * @throws UnsupportedOperationException if this is the {@linkplain #global() global} heap
      * @implNote Closing performs a handshake with all threads (like closing
@@ -403,6 +431,9 @@ public final class SpanHeap implements AutoCloseable {
      */
     @Override
     public void close() {
+        if (!impl.isGlobal()) {
+            mxBean.close();                        // first: no JMX read meets a closed heap
+        }
         impl.close();
     }
 

@@ -135,6 +135,14 @@ public final class SpanHeapImpl {
     /** Consecutive operations through a stripe after which a virtual thread is promoted. */
     static final int PROMOTE_AFTER = 1024;
     private final boolean global;
+    /** The configured byte limit, 0 for none; for the byte-limit refusal event. */
+    private final long byteLimit;
+    /**
+     * The heap's name in JFR events: generated, or the MXBean name once one is registered.
+     * Volatile: written on registration, read only when an event is committed.
+     */
+    private volatile String name;
+    private static final java.util.concurrent.atomic.AtomicLong HEAPS = new java.util.concurrent.atomic.AtomicLong();
 
     /**
      * Cached {@code *frontier - base}; only grows. Plain loads and stores (racy by design): any
@@ -165,6 +173,8 @@ public final class SpanHeapImpl {
         this.classes = SizeClassTable.get();
         this.classOf = classes.classOfTable();
         this.global = global;
+        this.byteLimit = byteLimit;
+        this.name = global ? "global" : "SpanHeap-" + HEAPS.incrementAndGet();
         long heap;
         try (Arena tmp = Arena.ofConfined()) {
             MemorySegment config = tmp.allocate(SpanLayout.SH_CONFIG);
@@ -316,6 +326,9 @@ public final class SpanHeapImpl {
 
     /** {@return the exception for a failed allocation; callers throw it} */
     private Throwable allocationFailure(int code, long size, long alignment) {
+        if (code == SpanLayout.SH_E_LIMIT) {
+            limitRefused(size);
+        }
         return switch (code) {
             case SpanLayout.SH_E_LIMIT -> new SpanHeapOutOfMemoryError("cannot allocate " + size
                     + " bytes: the heap's byte limit would be exceeded", true);
@@ -326,6 +339,18 @@ public final class SpanHeapImpl {
             default -> new IllegalStateException("native allocation of " + size + " bytes failed: "
                     + errorName(code));
         };
+    }
+
+    /** Emits {@link ByteLimitRefusalEvent} if a recording wants it (a cold path: the allocation throws). */
+    private void limitRefused(long size) {
+        ByteLimitRefusalEvent event = new ByteLimitRefusalEvent();
+        if (event.isEnabled()) {
+            event.heap = name;
+            event.requestedBytes = size;
+            event.limitBytes = byteLimit;
+            event.chargedBytes = nativeStat(SpanLayout.STATS_LIMITED);
+            event.commit();
+        }
     }
 
     // =====================================================================
@@ -805,8 +830,34 @@ public final class SpanHeapImpl {
                 if (byThread[slot] == cache.m) {
                     TABLE.setRelease(byThread, slot, null);
                 }
-                drainAll(cache.m);
+                drainDead(cache);
             }
+        }
+    }
+
+    /** Drains a terminated thread's cache; emits {@link DeadThreadCacheDrainEvent} if a recording wants it. */
+    private void drainDead(ThreadCache cache) {
+        DeadThreadCacheDrainEvent event = new DeadThreadCacheDrainEvent();
+        if (!event.isEnabled()) {
+            drainAll(cache.m);
+            return;
+        }
+        long blocks = 0, bytes = 0;
+        for (int c = 0; c < cachedClassCount; c++) {
+            long n = cache.m[ThreadCache.top(c)] - cacheBase[c];
+            blocks += n;
+            bytes += n * classes.blockSize[c];
+        }
+        event.begin();
+        drainAll(cache.m);
+        event.end();
+        if (blocks > 0 && event.shouldCommit()) {    // an empty cache is no news
+            event.heap = name;
+            event.threadId = cache.ownerId;
+            event.virtual = cache.virtual;
+            event.blocks = blocks;
+            event.bytes = bytes;
+            event.commit();
         }
     }
 
@@ -876,20 +927,30 @@ public final class SpanHeapImpl {
             throw closed();
         }
         try {
-            long before = committedBytes();
+            MemoryReleaseEvent event = new MemoryReleaseEvent();
+            event.begin();
+            long before = nativeStat(SpanLayout.STATS_COMMITTED);
             reclaimCaches();
             NativeHeap.trim(handle);
-            return Math.max(0, before - committedBytes());
+            long after = nativeStat(SpanLayout.STATS_COMMITTED);
+            long released = Math.max(0, before - after);
+            event.end();
+            if (event.shouldCommit()) {
+                event.set(name, MemoryReleaseEvent.TRIM, released, after);
+                event.commit();
+            }
+            return released;
         } catch (IllegalStateException e) {
             throw closedOr(e);
         }
     }
 
-    private long committedBytes() {
+    /** {@return one {@code long} of the native heap's stats, at {@code offset} of {@code sh_heap_stats}} */
+    private long nativeStat(long offset) {
         try (Arena tmp = Arena.ofConfined()) {
             MemorySegment s = tmp.allocate(SpanLayout.SH_HEAP_STATS);
             NativeHeap.stats(handle, s);
-            return s.get(JAVA_LONG, SpanLayout.STATS_COMMITTED);
+            return s.get(JAVA_LONG, offset);
         }
     }
 
@@ -973,6 +1034,16 @@ public final class SpanHeapImpl {
 
     public boolean isGlobal() {
         return global;
+    }
+
+    /** {@return the heap's name in JFR events} */
+    public String name() {
+        return name;
+    }
+
+    /** Names the heap in later JFR events (its MXBean's name). */
+    public void name(String name) {
+        this.name = name;
     }
 
     public boolean isOpen() {

@@ -7,6 +7,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import org.spanheap.CompactingHeapStats;
 import org.spanheap.StaleHandleException;
+import org.spanheap.internal.MemoryReleaseEvent;
 import org.spanheap.internal.NativeHeap;
 import org.spanheap.internal.SpanHeapImpl;
 
@@ -88,6 +89,11 @@ public final class CompactFitHeap {
     /** The current epoch's universe; a resolve reads it first (volatile). */
     private volatile MemorySegment universe;
     private volatile boolean closed;
+    /**
+     * The heap's name in JFR events: generated from its tag, or the MXBean name once one is
+     * registered. Volatile: written on registration, read only when an event is committed.
+     */
+    private volatile String name;
 
     /**
      * The limbo: killed indices waiting for an epoch change, a Treiber stack
@@ -122,6 +128,8 @@ public final class CompactFitHeap {
     private Page[] mvSrc = new Page[64], mvDst = new Page[64];
     private final int[] classHeads;
     private Compactor compactor;
+    /** Set by {@code trim()} around its round, whose release the trim's own event reports. */
+    private boolean trimming;
 
     // ---- statistics: written under roundLock, read by stats() without it ----
     private volatile long movedBytes, movedBlocks, increments, epochsClosed;
@@ -144,6 +152,7 @@ public final class CompactFitHeap {
         this.reclaimBatchBytes = reclaimBatchBytes;
         this.batchBytes = reclaimBatchBytes;
         this.universe = epoch.universe;
+        this.name = "CompactingHeap-" + table.tag();
         if (background && reclaimBatchBytes > 0) {
             compactor = new Compactor(this);
             compactor.start();
@@ -200,6 +209,16 @@ public final class CompactFitHeap {
 
     public boolean isClosed() {
         return closed;
+    }
+
+    /** {@return the heap's name in JFR events} */
+    public String name() {
+        return name;
+    }
+
+    /** Names the heap in later JFR events (its MXBean's name). */
+    public void name(String name) {
+        this.name = name;
     }
 
     // ---- lock-free access path -------------------------------------------
@@ -599,9 +618,22 @@ public final class CompactFitHeap {
         if (freed == HandleTable.NO_INDEX && moveCount == 0) {
             return 0;
         }
-        long closeNanos = advanceEpoch(); // nobody reaches the limbo blocks or the blocks to move any more
+        MemoryReleaseEvent release = new MemoryReleaseEvent();
+        boolean reportRelease = !trimming && release.isEnabled();
+        long releasedBefore = reportRelease ? releasedBytes() : 0;
+        release.begin();
+        // nobody reaches the limbo blocks or the blocks to move any more
+        long closeNanos = advanceEpoch(moveCount > 0 ? EpochChangeEvent.COMPACTION : EpochChangeEvent.RECLAIM);
         long moved = executeMoves();
         long reclaimed = releaseLimbo(freed);
+        if (reportRelease) {
+            release.end();
+            long released = releasedBytes() - releasedBefore;
+            if (released > 0 && release.shouldCommit()) {
+                release.set(name, MemoryReleaseEvent.ROUND, released, committedBytes());
+                release.commit();
+            }
+        }
         if (reclaimBatchBytes > 0) {
             batchBytes = Math.max(reclaimBatchBytes, (source.committedBytes() + largeMapped.get()) / 32);
         }
@@ -611,6 +643,7 @@ public final class CompactFitHeap {
         event.end();
         if (event.shouldCommit()) {
             event.heap = table.tag();
+            event.heapName = name;
             event.movedBytes = moved;
             event.reclaimedBytes = reclaimed;
             event.epochCloseNanos = closeNanos;
@@ -886,18 +919,35 @@ public final class CompactFitHeap {
 
     // ---- epochs ----------------------------------------------------------------
 
-    /** Publishes the next epoch, then closes the current one (caller holds roundLock); returns the close's nanoseconds. */
-    private long advanceEpoch() {
+    /**
+     * Publishes the next epoch, then closes the current one (caller holds roundLock); returns the
+     * close's nanoseconds. {@code reason} is one of {@link EpochChangeEvent}'s.
+     */
+    private long advanceEpoch(String reason) {
         Epoch old = epoch;
         Epoch next = new Epoch(old.number + 1);
         epoch = next;
         universe = next.universe; // volatile: MOVING marks and kills before it are seen by resolves of next
+        EpochChangeEvent event = new EpochChangeEvent();
+        event.begin();
         long t0 = System.nanoTime();
         old.close();
         long t = System.nanoTime() - t0;
+        event.end();
+        if (event.shouldCommit()) {
+            event.heap = name;
+            event.epoch = old.number;
+            event.reason = reason;
+            event.commit();
+        }
         maxCloseNanos = Math.max(maxCloseNanos, t);
         epochsClosed++;
         return t;
+    }
+
+    /** {@return the bytes given back to the OS so far by the page reserve and the large mappings' cache} */
+    private long releasedBytes() {
+        return source.releasedBytes() + largeCache.unmappedBytes();
     }
 
     // ---- compaction on request -------------------------------------------------
@@ -925,11 +975,25 @@ public final class CompactFitHeap {
         roundLock.lock();
         try {
             checkOpen();
+            MemoryReleaseEvent event = new MemoryReleaseEvent();
+            event.begin();
             long before = committedBytes();
-            round(Integer.MAX_VALUE, 0); // goal MAX_VALUE: plans no moves
+            trimming = true; // this event reports the round's release too
+            try {
+                round(Integer.MAX_VALUE, 0); // goal MAX_VALUE: plans no moves
+            } finally {
+                trimming = false;
+            }
             source.drain();
             largeCache.drain();
-            return Math.max(0, before - committedBytes());
+            long after = committedBytes();
+            long released = Math.max(0, before - after);
+            event.end();
+            if (event.shouldCommit()) {
+                event.set(name, MemoryReleaseEvent.TRIM, released, after);
+                event.commit();
+            }
+            return released;
         } finally {
             roundLock.unlock();
         }
@@ -959,6 +1023,8 @@ public final class CompactFitHeap {
                 return false;
             }
             SizeClassPages c = src.sizeClass;
+            CompactionRoundEvent event = new CompactionRoundEvent();
+            event.begin();
             long t0 = System.nanoTime();
             moveCount = 0;
             c.lock.lock();
@@ -975,8 +1041,17 @@ public final class CompactFitHeap {
             } finally {
                 c.lock.unlock();
             }
-            advanceEpoch();
-            countIncrement(executeMoves(), t0);
+            long closeNanos = advanceEpoch(EpochChangeEvent.RELOCATE);
+            long moved = executeMoves();
+            countIncrement(moved, t0);
+            event.end();
+            if (event.shouldCommit()) { // a round of its own: it moves one object and reclaims nothing
+                event.heap = table.tag();
+                event.heapName = name;
+                event.movedBytes = moved;
+                event.epochCloseNanos = closeNanos;
+                event.commit();
+            }
             if (kappa != Integer.MAX_VALUE) {
                 roundsUntil(kappa);
             }
@@ -1058,7 +1133,16 @@ public final class CompactFitHeap {
                 return;
             }
             closed = true;
+            EpochChangeEvent event = new EpochChangeEvent();
+            event.begin();
             epoch.close(); // every access in progress finishes; every later one throws
+            event.end();
+            if (event.shouldCommit()) {
+                event.heap = name;
+                event.epoch = epoch.number;
+                event.reason = EpochChangeEvent.CLOSE;
+                event.commit();
+            }
             // large objects: live, or freed and not yet released (in limbo)
             for (int i = (int) limbo.getAndSet(0); i != HandleTable.NO_INDEX; i = table.link(i)) {
                 unmapIfLarge(i);

@@ -25,6 +25,10 @@ final class CompactionRoundEvent extends Event {
     @Description("Tag of the heap in its handles")
     long heap;
 
+    @Label("Heap Name")
+    @Description("The heap's name: the MXBean name it was registered with, or a generated one")
+    String heapName;
+
     @Label("Moved")
     @DataAmount
     long movedBytes;

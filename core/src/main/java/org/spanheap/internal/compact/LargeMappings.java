@@ -14,6 +14,16 @@ final class LargeMappings {
     private long[] sizes = new long[16];
     private int count;
     private long bytes;
+    /**
+     * Bytes unmapped by {@link #give} and {@link #drain} so far, for the MemoryRelease event; the
+     * tails {@link #take} cuts off are not counted (they go on an allocating thread, not in a round).
+     */
+    private long unmappedBytes;
+
+    /** {@return the bytes unmapped by give and drain so far: a counter that only grows} */
+    synchronized long unmappedBytes() {
+        return unmappedBytes;
+    }
 
     /** Bytes held for reuse. */
     synchronized long bytes() {
@@ -63,10 +73,12 @@ final class LargeMappings {
     synchronized void give(long address, long mapped, long capBytes) {
         if (mapped > capBytes) {
             OsMemory.unmap(address, mapped);
+            unmappedBytes += mapped;
             return;
         }
         while (bytes + mapped > capBytes) {
             OsMemory.unmap(addresses[0], sizes[0]);
+            unmappedBytes += sizes[0];
             bytes -= sizes[0];
             count--;
             System.arraycopy(addresses, 1, addresses, 0, count);
@@ -86,6 +98,7 @@ final class LargeMappings {
     synchronized void drain() {
         for (int i = 0; i < count; i++) {
             OsMemory.unmap(addresses[i], sizes[i]);
+            unmappedBytes += sizes[i];
         }
         count = 0;
         bytes = 0;

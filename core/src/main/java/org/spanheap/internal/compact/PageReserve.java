@@ -20,6 +20,8 @@ final class PageReserve implements PageSource {
     // guarded by this
     private long[] pages = new long[MIN_PAGES];
     private int count;
+    /** Bytes of pages handed to the delegate to give back to the OS, ever (for the MemoryRelease event). */
+    private long releasedBytes;
 
     PageReserve(PageSource delegate) {
         this.delegate = delegate;
@@ -52,8 +54,14 @@ final class PageReserve implements PageSource {
                 pages[count++] = page;
                 return;
             }
+            releasedBytes += pageSize; // given back just below
         }
         delegate.freePage(page);
+    }
+
+    /** {@return the bytes of the pages given back to the delegate so far: a counter that only grows} */
+    synchronized long releasedBytes() {
+        return releasedBytes;
     }
 
     /** Pages out plus the reserve: all of it is resident. */
@@ -66,6 +74,7 @@ final class PageReserve implements PageSource {
     synchronized void drain() {
         while (count > 0) {
             delegate.freePage(pages[--count]);
+            releasedBytes += pageSize;
         }
     }
 
