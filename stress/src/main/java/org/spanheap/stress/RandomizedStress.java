@@ -2,20 +2,18 @@ package org.spanheap.stress;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 
 import org.spanheap.HeapStats;
 import org.spanheap.SpanHeap;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
-import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
 
 /**
  * A randomized long-running stress of one {@link SpanHeap} with many platform and virtual
@@ -40,17 +38,17 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
  * <pre>
  * java --enable-native-access=ALL-UNNAMED -cp stress/target/jcstress.jar \
  *     org.spanheap.stress.RandomizedStress [--seconds 60] [--platform 8] [--virtual 32] \
- *     [--budget-mib 256] [--seed n]
+ *     [--budget-mib 256] [--seed n] [--rss-every-seconds 0]
  * </pre>
  */
 public final class RandomizedStress {
 
-    private final int seconds;
-    private final int platformWorkers;
-    private final int virtualWorkers;
-    private final long budgetBytes;
-    private final long seed;
+    /** No progress for this long is a hang (the watchdog fails the run); far above any pause seen. */
+    private static final int STALL_SECONDS = 30;
 
+    private final StressOptions options;
+    private final Failures failures = new Failures();
+    private final WorkerPool workers;
     private final SpanHeap heap = SpanHeap.create();
     @SuppressWarnings("unchecked")
     private final ConcurrentLinkedQueue<Block>[] mailboxes =
@@ -61,110 +59,54 @@ public final class RandomizedStress {
     private final AtomicLong allocations = new AtomicLong();
     private final AtomicLong handoffs = new AtomicLong();
     private final AtomicLong arenas = new AtomicLong();
-    private final AtomicLong threadsStarted = new AtomicLong();
-    private final AtomicLong threadsEnded = new AtomicLong();
-    private final AtomicInteger failures = new AtomicInteger();
-    private final AtomicReference<String> firstFailure = new AtomicReference<>();
-    private volatile boolean stopping;
 
     /** A block some thread owns (its list) or that sits in a mailbox; {@code id} names its pattern. */
     private record Block(MemorySegment segment, long id, long reserved) {
     }
 
-    private RandomizedStress(int seconds, int platformWorkers, int virtualWorkers, long budgetBytes, long seed) {
-        this.seconds = seconds;
-        this.platformWorkers = platformWorkers;
-        this.virtualWorkers = virtualWorkers;
-        this.budgetBytes = budgetBytes;
-        this.seed = seed;
+    private RandomizedStress(StressOptions options) {
+        this.options = options;
+        this.workers = new WorkerPool(options.platform(), options.virtual(), options.seed(), failures, this::work);
         for (int i = 0; i < mailboxes.length; i++) {
             mailboxes[i] = new ConcurrentLinkedQueue<>();
         }
     }
 
     public static void main(String[] args) throws InterruptedException {
-        int seconds = 60;
-        int platform = 8;
-        int virtual = 32;
-        long budgetMib = 256;
-        long seed = System.nanoTime();
-        for (int i = 0; i < args.length; i++) {
-            String v = i + 1 < args.length ? args[i + 1] : null;
-            switch (args[i]) {
-                case "--seconds" -> seconds = Integer.parseInt(require(args[i], v));
-                case "--platform" -> platform = Integer.parseInt(require(args[i], v));
-                case "--virtual" -> virtual = Integer.parseInt(require(args[i], v));
-                case "--budget-mib" -> budgetMib = Long.parseLong(require(args[i], v));
-                case "--seed" -> seed = Long.parseLong(require(args[i], v));
-                case "-h", "--help" -> {
-                    System.out.println("usage: RandomizedStress [--seconds 60] [--platform 8] [--virtual 32]"
-                            + " [--budget-mib 256] [--seed n]");
-                    return;
-                }
-                default -> {
-                    System.err.println("unknown argument: " + args[i]);
-                    System.exit(2);
-                }
-            }
-            i++;
-        }
-        if (seconds < 1 || platform < 0 || virtual < 0 || platform + virtual < 2 || budgetMib < 16) {
-            System.err.println("need --seconds >= 1, --platform + --virtual >= 2, --budget-mib >= 16");
-            System.exit(2);
-        }
-        int rc = new RandomizedStress(seconds, platform, virtual, budgetMib << 20, seed).run();
-        System.exit(rc);
-    }
-
-    private static String require(String name, String value) {
-        if (value == null) {
-            System.err.println(name + " needs a value");
-            System.exit(2);
-        }
-        return value;
+        System.exit(new RandomizedStress(StressOptions.parse("RandomizedStress", args)).run());
     }
 
     // ---------------------------------------------------------------- run
 
     private int run() throws InterruptedException {
         System.out.printf(Locale.ROOT, "RandomizedStress: %d s, %d platform + %d virtual workers, budget %d MiB, seed %d%n",
-                seconds, platformWorkers, virtualWorkers, budgetBytes >> 20, seed);
+                options.seconds(), options.platform(), options.virtual(), options.budgetBytes() >> 20, options.seed());
         HeapStats before = heap.stats();
         long peakCommitted = before.committedBytes();
         long peakResident = before.residentBytes();
-        SplittableRandom spawnRandom = new SplittableRandom(seed);
-        List<Thread> workers = new ArrayList<>();
-        for (int i = 0; i < platformWorkers + virtualWorkers; i++) {
-            workers.add(start(i < platformWorkers, spawnRandom.split()));
-        }
         long start = System.nanoTime();
-        long end = start + seconds * 1_000_000_000L;
+        RssLog rss = new RssLog(options.rssEverySeconds(), start);
+        Watchdog watchdog = new Watchdog("RandomizedStress", ops::get, STALL_SECONDS);
+        workers.start();
+        long end = start + options.seconds() * 1_000_000_000L;
         long nextReport = start + 5_000_000_000L;
-        while (System.nanoTime() < end && failures.get() == 0) {
+        while (System.nanoTime() < end && !failures.any()) {
             Thread.sleep(20);
-            for (int i = 0; i < workers.size(); i++) {
-                if (!workers.get(i).isAlive()) {           // ended: replace it
-                    workers.set(i, start(i < platformWorkers, spawnRandom.split()));
-                }
-            }
+            watchdog.tick();
+            workers.replaceEnded();
             long now = System.nanoTime();
             HeapStats s = heap.stats();
             peakCommitted = Math.max(peakCommitted, s.committedBytes());
             peakResident = Math.max(peakResident, s.residentBytes());
+            rss.maybeLog(now, s::committedBytes, s::liveBytes);
             if (now >= nextReport) {
                 nextReport += 5_000_000_000L;
                 report((now - start) / 1_000_000_000L, s);
             }
         }
-        stopping = true;
-        long joinDeadline = System.nanoTime() + 60_000_000_000L;
-        for (Thread t : workers) {
-            long left = joinDeadline - System.nanoTime();
-            if (left <= 0 || !t.join(java.time.Duration.ofNanos(left))) {
-                fail("worker " + t + " did not end within 60 s of the stop (deadlock?)");
-                break;
-            }
-        }
+        watchdog.workersStopped();
+        workers.stopAndJoin(Duration.ofSeconds(STALL_SECONDS));
+        watchdog.tick();
         // Free what the mailboxes still hold, after checking it.
         for (ConcurrentLinkedQueue<Block> q : mailboxes) {
             for (Block b; (b = q.poll()) != null; ) {
@@ -178,6 +120,7 @@ public final class RandomizedStress {
         heap.flushThreadCache();
         HeapStats after = heap.stats();
         report((System.nanoTime() - start) / 1_000_000_000L, after);
+        rss.log(System.nanoTime(), after.committedBytes(), after.liveBytes());
         if (after.liveBytes() != 0 || after.largeCount() != 0 || after.largeBytes() != 0) {
             fail("after freeing every block the heap reports " + after.liveBytes() + " live bytes, "
                     + after.largeCount() + " large objects (" + after.largeBytes() + " bytes); per class: "
@@ -200,44 +143,22 @@ public final class RandomizedStress {
                 before.committedBytes() >> 20, peakCommitted >> 20, after.committedBytes() >> 20,
                 peakResident >> 20, after.residentBytes() >> 20, after.spansCarved(), after.madviseCalls());
         System.out.printf(Locale.ROOT, "totals: %d ops, %d allocations, %d hand-offs, %d arenas, threads %d started / %d ended%n",
-                ops.get(), allocations.get(), handoffs.get(), arenas.get(), threadsStarted.get(), threadsEnded.get());
+                ops.get(), allocations.get(), handoffs.get(), arenas.get(), workers.started(), workers.ended());
+        System.out.printf(Locale.ROOT, "peak RSS %d KiB%n", ResidentMemory.peakKib());
         heap.close();
-        if (failures.get() != 0) {
-            System.out.println("FAILED: " + failures.get() + " failure(s); first: " + firstFailure.get());
-            return 1;
-        }
-        System.out.println("PASSED");
-        return 0;
+        return failures.verdict();
     }
 
     private void report(long second, HeapStats s) {
         System.out.printf(Locale.ROOT, "[%3d s] ops %d, threads %d started / %d ended, live %d MiB, cached %d KiB,"
                         + " committed %d MiB, large %d, spans hot/floating/reusable/free %d/%d/%d/%d%n",
-                second, ops.get(), threadsStarted.get(), threadsEnded.get(), s.liveBytes() >> 20,
+                second, ops.get(), workers.started(), workers.ended(), s.liveBytes() >> 20,
                 s.cachedBytes() >> 10, s.committedBytes() >> 20, s.largeCount(),
                 s.spansHot(), s.spansFloating(), s.spansReusable(), s.spansFree());
     }
 
     private void fail(String message) {
-        failures.incrementAndGet();
-        firstFailure.compareAndSet(null, message);
-        System.out.println("FAILURE: " + message);
-    }
-
-    private Thread start(boolean platform, SplittableRandom random) {
-        Runnable body = () -> {
-            try {
-                work(random, platform);
-            } catch (Throwable t) {
-                fail(Thread.currentThread() + " threw " + t);
-                t.printStackTrace(System.out);
-            } finally {
-                threadsEnded.incrementAndGet();
-            }
-        };
-        threadsStarted.incrementAndGet();
-        return platform ? Thread.ofPlatform().name("stress-p").start(body)
-                : Thread.ofVirtual().name("stress-v").start(body);
+        failures.fail(message);
     }
 
     // ---------------------------------------------------------------- one worker
@@ -245,7 +166,7 @@ public final class RandomizedStress {
     private void work(SplittableRandom r, boolean platform) {
         List<Block> mine = new ArrayList<>();
         long lifeOps = 100 + r.nextLong(platform ? 4_000 : 1_000);   // short lives: thread churn
-        for (long n = 0; n < lifeOps && !stopping && failures.get() == 0; n++) {
+        for (long n = 0; n < lifeOps && !workers.stopping() && !failures.any(); n++) {
             ops.incrementAndGet();
             int op = r.nextInt(100);
             if (op < 40) {
@@ -274,7 +195,7 @@ public final class RandomizedStress {
                         release(b);
                     } else {
                         long id = ids.incrementAndGet();
-                        fill(b.segment(), id);
+                        StressPattern.fill(b.segment(), id);
                         mine.add(new Block(b.segment(), id, b.reserved()));
                     }
                 }
@@ -321,7 +242,7 @@ public final class RandomizedStress {
     private Block allocate(SplittableRandom r) {
         long size = size(r);
         long reserved = Math.max(size, 16);
-        if (liveBudget.addAndGet(reserved) > budgetBytes) {
+        if (liveBudget.addAndGet(reserved) > options.budgetBytes()) {
             liveBudget.addAndGet(-reserved);
             return null;
         }
@@ -329,14 +250,14 @@ public final class RandomizedStress {
         int a = r.nextInt(10);
         if (a == 0) {
             s = heap.allocate(size, 1L << (4 + r.nextInt(9)));      // 16 .. 4096, zeroed
-            if (s.address() % 16 != 0 || !zeroed(s)) {
+            if (s.address() % 16 != 0 || !StressPattern.zeroed(s)) {
                 fail("aligned allocate of " + size + " at 0x" + Long.toHexString(s.address()) + " is not zeroed/aligned");
             }
         } else {
             s = heap.allocateUninitialized(size);
         }
         long id = ids.incrementAndGet();
-        fill(s, id);
+        StressPattern.fill(s, id);
         allocations.incrementAndGet();
         return new Block(s, id, reserved);
     }
@@ -355,11 +276,11 @@ public final class RandomizedStress {
             for (int i = 0; i < n; i++) {
                 long size = r.nextInt(20) == 0 ? size(r) : r.nextLong(1, 2049);
                 segs[i] = arena.allocate(size, 1L << r.nextInt(7));
-                if (!zeroed(segs[i])) {
+                if (!StressPattern.zeroed(segs[i])) {
                     fail("arena segment of " + size + " bytes is not zeroed");
                 }
                 ids[i] = this.ids.incrementAndGet();
-                fill(segs[i], ids[i]);
+                StressPattern.fill(segs[i], ids[i]);
             }
             for (int i = 0; i < n; i++) {
                 verify(new Block(segs[i], ids[i], 0), "arena segment");
@@ -379,71 +300,12 @@ public final class RandomizedStress {
 
     // ---------------------------------------------------------------- patterns
 
-    private static long word(long id, long i) {
-        long x = id * 0x9E3779B97F4A7C15L + i * 0xC2B2AE3D27D4EB4FL;
-        x ^= x >>> 31;
-        return x * 0xBF58476D1CE4E5B9L;
-    }
-
-    /** Long indexes that carry the pattern: all of a small block, ends and a stride of a big one. */
-    private static long step(long words) {
-        return words <= 512 ? 1 : 61;
-    }
-
-    private static void fill(MemorySegment s, long id) {
-        long words = s.byteSize() >>> 3;
-        long step = step(words);
-        for (long i = 0; i < words; i += step) {
-            s.set(JAVA_LONG_UNALIGNED, i << 3, word(id, i));
-        }
-        if (words > 0) {
-            s.set(JAVA_LONG_UNALIGNED, (words - 1) << 3, word(id, words - 1));
-        }
-        for (long j = words << 3; j < s.byteSize(); j++) {
-            s.set(JAVA_BYTE, j, (byte) word(id, j));
-        }
-    }
-
     private void verify(Block b, String what) {
-        MemorySegment s = b.segment();
-        long words = s.byteSize() >>> 3;
-        long step = step(words);
-        for (long i = 0; i < words; i += step) {
-            if (s.get(JAVA_LONG_UNALIGNED, i << 3) != word(b.id(), i)) {
-                corrupt(b, what, i << 3);
-                return;
-            }
+        long offset = StressPattern.mismatch(b.segment(), b.id());
+        if (offset >= 0) {
+            fail(String.format(Locale.ROOT, "pattern corrupted: %s 0x%x (%d bytes, block id %d, first long %d) at offset %d, thread %s",
+                    what, b.segment().address(), b.segment().byteSize(), b.id(), StressPattern.foundId(b.segment()),
+                    offset, Thread.currentThread()));
         }
-        if (words > 0 && s.get(JAVA_LONG_UNALIGNED, (words - 1) << 3) != word(b.id(), words - 1)) {
-            corrupt(b, what, (words - 1) << 3);
-            return;
-        }
-        for (long j = words << 3; j < s.byteSize(); j++) {
-            if (s.get(JAVA_BYTE, j) != (byte) word(b.id(), j)) {
-                corrupt(b, what, j);
-                return;
-            }
-        }
-    }
-
-    private void corrupt(Block b, String what, long offset) {
-        fail(String.format(Locale.ROOT, "pattern corrupted: %s 0x%x (%d bytes, block id %d) at offset %d, thread %s",
-                what, b.segment().address(), b.segment().byteSize(), b.id(), offset, Thread.currentThread()));
-    }
-
-    private static boolean zeroed(MemorySegment s) {
-        long words = s.byteSize() >>> 3;
-        long step = step(words);
-        for (long i = 0; i < words; i += step) {
-            if (s.get(JAVA_LONG_UNALIGNED, i << 3) != 0) {
-                return false;
-            }
-        }
-        for (long j = words << 3; j < s.byteSize(); j++) {
-            if (s.get(JAVA_BYTE, j) != 0) {
-                return false;
-            }
-        }
-        return true;
     }
 }
