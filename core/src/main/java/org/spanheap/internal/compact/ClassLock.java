@@ -2,6 +2,7 @@ package org.spanheap.internal.compact;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * The lock of one size class: a test-and-test-and-set spin lock that yields
@@ -11,8 +12,9 @@ import java.lang.invoke.VarHandle;
  * one class parked the loser (a futex call each way), and in the churn
  * benchmark the unlock's wake-up was the hottest frame of the allocating
  * threads (docs/compacting-heap.md). Yielding instead of spinning on keeps
- * threads that outnumber cores from burning the holder's time slice. Not
- * reentrant, not fair.
+ * threads that outnumber cores from burning the holder's time slice; after
+ * that a waiter parks for a moment, so that a holder that is a virtual thread
+ * gets a carrier. Not reentrant, not fair.
  *
  * <p>Memory orders: the CAS that takes the lock has volatile semantics (an
  * acquire), and the release store that frees it orders every write of the
@@ -29,6 +31,9 @@ final class ClassLock {
             throw new ExceptionInInitializerError(e);
         }
     }
+
+    /** How long a waiter that spun and yielded in vain parks before it tries again. */
+    private static final long PARK_NANOS = 20_000;
 
     /** 0 free, 1 held. */
     @SuppressWarnings("unused")
@@ -47,8 +52,14 @@ final class ClassLock {
             }
             if (spins < 32) {
                 Thread.onSpinWait();
-            } else {
+            } else if (spins < 64) {
                 Thread.yield(); // the holder may be descheduled: give it the core
+            } else {
+                // Still held: the holder is a virtual thread waiting for a carrier (it blocked on
+                // a monitor inside the lock), and spinners that only yield are picked again
+                // first by their carrier's queue, so it never runs (a soak with 256 virtual
+                // threads stalled so). A timed park frees the carrier for it.
+                LockSupport.parkNanos(this, PARK_NANOS);
             }
         }
     }

@@ -265,11 +265,15 @@ public final class CompactFitHeap {
                 return u.asSlice(table.address(index), HandleTable.size(st));
             }
             // a round is copying this block: its handshake and copy take microseconds, but on an
-            // overloaded machine the round's thread may need this core, so spin briefly, then yield
+            // overloaded machine the round's thread may need this core, so spin briefly, then
+            // yield, then park a moment (the round's thread may be a virtual thread waiting for
+            // a carrier: see ClassLock)
             if (spins < 64) {
                 Thread.onSpinWait();
-            } else {
+            } else if (spins < 128) {
                 Thread.yield();
+            } else {
+                java.util.concurrent.locks.LockSupport.parkNanos(20_000);
             }
         }
     }
