@@ -1,6 +1,8 @@
 /*
  * heap.c — the public API (spanheap.h): heap lifetime, allocation and free
- * entry points, pointer validation, batch calls, statistics.
+ * entry points, pointer validation, batch calls, statistics. The top
+ * layer: it calls every layer below and none calls it (docs/native-core.md,
+ * "Layers").
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,114 +24,6 @@
 SH_API int sh_abi_version(void)
 {
     return SH_ABI_VERSION_OVERRIDE;
-}
-
-/* ---- errors ---------------------------------------------------------- */
-
-static __thread int last_error;
-
-void sh_set_error(int err)
-{
-    last_error = err;
-}
-
-SH_API int sh_last_error(void)
-{
-    return last_error;
-}
-
-static const char *error_text(int err)
-{
-    switch (err) {
-    case SH_E_INVALID: return "invalid argument";
-    case SH_E_NOMEM: return "out of memory";
-    case SH_E_LIMIT: return "byte limit exceeded";
-    case SH_E_NOT_OWNED: return "pointer not owned by this heap";
-    case SH_E_DOUBLE_FREE: return "double free";
-    case SH_E_INTERIOR: return "interior pointer";
-    default: return "error";
-    }
-}
-
-/* ---- registry of live heaps (TLS entries are checked against it) ------ */
-
-static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
-static sh_heap *registry_head;
-static _Atomic uint64_t next_gen = 1;
-
-void sh_registry_lock(void)
-{
-    pthread_mutex_lock(&registry);
-}
-
-void sh_registry_unlock(void)
-{
-    pthread_mutex_unlock(&registry);
-}
-
-bool sh_heap_is_live(const sh_heap *h, uint64_t gen)
-{
-    for (sh_heap *x = registry_head; x; x = x->reg_next)
-        if (x == h && x->gen == gen)
-            return true;
-    return false;
-}
-
-/* ---- fork --------------------------------------------------------------
- *
- * For pthread_atfork handlers: prepare takes every core lock of every live
- * heap in the core's nesting order; parent releases them; child
- * re-initialises them (the child has one thread; LABs of the parent's other
- * threads stay open in the child and keep their hot spans). */
-
-static void heaps_fork(int phase)
-{
-    for (sh_heap *h = registry_head; h; h = h->reg_next) {
-        sh_labs_fork(h, phase);
-        sh_large_fork(h, phase);
-        sh_arena_fork(&h->arena, phase);
-    }
-}
-
-void sh_fork_prepare(void)
-{
-    pthread_mutex_lock(&registry);
-    heaps_fork(SH_FORK_PREPARE);
-}
-
-void sh_fork_parent(void)
-{
-    heaps_fork(SH_FORK_PARENT);
-    pthread_mutex_unlock(&registry);
-}
-
-void sh_fork_child(void)
-{
-    heaps_fork(SH_FORK_CHILD);
-    pthread_mutex_init(&registry, NULL);
-}
-
-/* ---- byte limit ------------------------------------------------------ */
-
-bool sh_limit_acquire(sh_heap *h, size_t bytes)
-{
-    /* relaxed: a counter with a bound; it orders no other data */
-    if (!h->byte_limit) {
-        atomic_fetch_add_explicit(&h->limited, (int64_t)bytes, memory_order_relaxed);
-        return true;
-    }
-    int64_t cur = atomic_load_explicit(&h->limited, memory_order_relaxed);
-    do {
-        if ((uint64_t)cur + bytes > h->byte_limit)
-            return false;
-    } while (!atomic_compare_exchange_weak_explicit(&h->limited, &cur, cur + (int64_t)bytes,
-                                                    memory_order_relaxed, memory_order_relaxed));
-    return true;
-}
-
-void sh_limit_release(sh_heap *h, size_t bytes)
-{
-    atomic_fetch_sub_explicit(&h->limited, (int64_t)bytes, memory_order_relaxed); /* see above */
 }
 
 /* ---- lifetime ---------------------------------------------------------- */
@@ -176,7 +70,6 @@ SH_API sh_heap *sh_heap_create(const sh_config *cfg_in)
         return NULL;
     }
     memset(h, 0, sizeof *h);
-    h->gen = atomic_fetch_add_explicit(&next_gen, 1, memory_order_relaxed); /* unique only */
     h->free_key = random_key();
     h->byte_limit = cfg.byte_limit;
     h->on_error = cfg.on_error;
@@ -203,10 +96,7 @@ SH_API sh_heap *sh_heap_create(const sh_config *cfg_in)
         sh_set_error(SH_E_NOMEM);
         return NULL;
     }
-    sh_registry_lock();
-    h->reg_next = registry_head;
-    registry_head = h;
-    sh_registry_unlock();
+    sh_registry_add(h);
     return h;
 }
 
@@ -216,14 +106,7 @@ SH_API void sh_heap_destroy(sh_heap *h)
         return;
     /* unregister first: an exiting thread's destructor (which holds the
      * registry lock while it releases its LAB) no longer finds the heap */
-    sh_registry_lock();
-    for (sh_heap **pp = &registry_head; *pp; pp = &(*pp)->reg_next) {
-        if (*pp == h) {
-            *pp = h->reg_next;
-            break;
-        }
-    }
-    sh_registry_unlock();
+    sh_registry_remove(h);
     sh_labs_destroy(h);
     sh_large_destroy(h);
     sh_pool_destroy(h);
@@ -383,7 +266,7 @@ SH_NOINLINE static int free_slow(sh_heap *h, void *p, bool report)
         if (h && h->on_error)
             h->on_error(h, rc, p, h->on_error_ctx);
         else
-            fprintf(stderr, "spanheap: sh_free(%p): %s (ignored)\n", p, error_text(rc));
+            fprintf(stderr, "spanheap: sh_free(%p): %s (ignored)\n", p, sh_error_text(rc));
     }
     return rc;
 }
