@@ -7,7 +7,7 @@
  * in the child and keep their hot spans). A top layer: it reaches every
  * layer that owns a lock.
  */
-#include "internal.h"
+#include "embed.h" /* declares sh_fork_* */
 
 static void heaps_fork(int phase)
 {

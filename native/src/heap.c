@@ -64,7 +64,7 @@ SH_API sh_heap *sh_heap_create(const sh_config *cfg_in)
         sh_set_error(SH_E_INVALID);
         return NULL;
     }
-    sh_heap *h = aligned_alloc(64, (sizeof(sh_heap) + 63) & ~(size_t)63);
+    sh_heap *h = sh_meta_alloc(sizeof(sh_heap), 64);
     if (!h) {
         sh_set_error(SH_E_NOMEM);
         return NULL;
@@ -81,18 +81,18 @@ SH_API sh_heap *sh_heap_create(const sh_config *cfg_in)
     }
     int rc = sh_arena_init(&h->arena, cfg.reserve_bytes, cfg.allow_huge_pages);
     if (rc != SH_OK) {
-        free(h);
+        sh_meta_free(h);
         sh_set_error(rc);
         return NULL;
     }
     pthread_mutex_init(&h->lab_lock, NULL);
-    h->labs = calloc(SH_MAX_LABS + 1, sizeof *h->labs);
+    h->labs = sh_meta_calloc(SH_MAX_LABS + 1, sizeof *h->labs);
     if (sh_pool_init(h) != SH_OK || sh_large_init(h) != SH_OK || !h->labs) {
         sh_pool_destroy(h);
-        free(h->large.v);
-        free(h->labs);
+        sh_meta_free(h->large.v);
+        sh_meta_free(h->labs);
         sh_arena_destroy(&h->arena);
-        free(h);
+        sh_meta_free(h);
         sh_set_error(SH_E_NOMEM);
         return NULL;
     }
@@ -112,8 +112,8 @@ SH_API void sh_heap_destroy(sh_heap *h)
     sh_pool_destroy(h);
     sh_arena_destroy(&h->arena);
     pthread_mutex_destroy(&h->lab_lock);
-    free(h->labs);
-    free(h);
+    sh_meta_free(h->labs);
+    sh_meta_free(h);
 }
 
 /* ---- validation ------------------------------------------------------ */

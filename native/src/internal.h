@@ -6,6 +6,8 @@
  *
  *   os.c             the calls to the OS for memory (mmap, mprotect,
  *                    madvise, munmap) and the test-only fault injector
+ *   metadata.c       memory for the core's own structures (libc; the malloc
+ *                    shim links its own instead)
  *   errors.c         this thread's last error; the error names
  *   limit.c          the byte limit
  *   heap_registry.c  live heaps and their generations
@@ -18,6 +20,8 @@
  *   large.c          directly mapped large objects
  *   heap.c           the public API (spanheap.h)
  *   fork.c           fork support for an embedder (embed.h)
+ *
+ * embed.h declares what an embedder such as the malloc shim uses.
  *
  * See docs/native-core.md for the design and its reasons.
  */
@@ -353,8 +357,18 @@ struct sh_heap {
     struct sh_heap *reg_next;     /* registry of live heaps                 */
 };
 
-/* ---- services at the bottom: errors.c, limit.c, heap_registry.c ---------
- * Every layer may call these; they call nothing of the core. */
+/* ---- services at the bottom: metadata.c, errors.c, limit.c,
+ * heap_registry.c. Every layer may call these; they call nothing of the
+ * core. */
+
+/* metadata.c: memory for the core's own structures, never for blocks.
+ * Every such allocation of the core goes through these (an embedder that
+ * is malloc links its own definitions, see metadata.c); alignment is a
+ * power of two, the rest as malloc/calloc/realloc/free. */
+void *sh_meta_alloc(size_t size, size_t alignment);
+void *sh_meta_calloc(size_t n, size_t size);
+void *sh_meta_realloc(void *p, size_t size);
+void sh_meta_free(void *p);
 
 /* errors.c */
 void sh_set_error(int err);          /* this thread's sh_last_error()      */
@@ -376,9 +390,6 @@ void sh_registry_reinit(void);       /* fork child                         */
 /* fork support, per layer that owns locks (phases: SH_FORK_*, embed.h);
  * fork.c drives them in the core's nesting order */
 enum { SH_FORK_PREPARE, SH_FORK_PARENT, SH_FORK_CHILD };
-void sh_fork_prepare(void);
-void sh_fork_parent(void);
-void sh_fork_child(void);
 void sh_labs_fork(sh_heap *h, int phase);
 void sh_large_fork(sh_heap *h, int phase);
 void sh_arena_fork(sh_arena *a, int phase);
@@ -421,7 +432,6 @@ static inline bool sh_lab_cached(const sh_heap *h)
 sh_lab *sh_lab_get_slow(sh_heap *h);
 sh_lab *sh_lab_find(sh_heap *h); /* this thread's LAB of h if it has one */
 sh_lab *sh_lab_new(sh_heap *h);  /* a LAB bound to no thread (lab_lock) */
-bool sh_thread_exited(void);     /* this thread's TLS destructor has run */
 void *sh_lab_alloc_slow(sh_heap *h, sh_lab *lab, unsigned cls, bool mark);
 void sh_labs_destroy(sh_heap *h);
 

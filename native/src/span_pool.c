@@ -50,7 +50,7 @@ int sh_pool_init(sh_heap *h)
         n = 64;
     h->ncores = (unsigned)n;
     size_t bytes = sizeof(sh_pool_stack) * SH_NUM_REAL * h->ncores;
-    h->pool = aligned_alloc(64, bytes);
+    h->pool = sh_meta_alloc(bytes, 64);
     if (!h->pool)
         return SH_E_NOMEM;
     memset(h->pool, 0, bytes);
@@ -61,7 +61,7 @@ int sh_pool_init(sh_heap *h)
 
 void sh_pool_destroy(sh_heap *h)
 {
-    free(h->pool);
+    sh_meta_free(h->pool);
     h->pool = NULL;
 }
 
