@@ -26,6 +26,24 @@ SH_API int sh_abi_version(void)
     return SH_ABI_VERSION_OVERRIDE;
 }
 
+/* SH_ABI_STATS_SKEW exists for one build only: the library whose
+ * sh_heap_stats size disagrees with the Java mirror (Makefile,
+ * test-lib-abi), for the loader's layout check. */
+#ifndef SH_ABI_STATS_SKEW
+#define SH_ABI_STATS_SKEW 0
+#endif
+
+SH_API uint64_t sh_abi_sizeof(int which)
+{
+    switch (which) {
+    case SH_STRUCT_CONFIG: return sizeof(sh_config);
+    case SH_STRUCT_CLASS_INFO: return sizeof(sh_class_info);
+    case SH_STRUCT_LAYOUT: return sizeof(sh_layout);
+    case SH_STRUCT_HEAP_STATS: return sizeof(sh_heap_stats) + SH_ABI_STATS_SKEW;
+    default: return 0;
+    }
+}
+
 /* ---- lifetime ---------------------------------------------------------- */
 
 SH_API void sh_config_init(sh_config *cfg)
@@ -230,7 +248,8 @@ SH_API void *sh_alloc_aligned(sh_heap *h, size_t size, size_t alignment)
 
 /* The whole free with every check, for what the fast path below does not
  * serve: NULL, large objects, bad pointers (classified exactly, reported
- * if report), and a thread whose LAB cache names another heap. */
+ * if report), and a thread whose LAB cache names another heap. Returns
+ * SH_OK or the (positive) code; sh_free_checked negates it. */
 SH_NOINLINE static int free_slow(sh_heap *h, void *p, bool report)
 {
     if (!p)
@@ -321,7 +340,7 @@ static inline __attribute__((always_inline)) int free_impl(sh_heap *h, void *p, 
 
 SH_API int sh_free_checked(sh_heap *h, void *p)
 {
-    return free_impl(h, p, false);
+    return -free_impl(h, p, false); /* negated, as every int-returning call */
 }
 
 SH_API void sh_free(sh_heap *h, void *p)
