@@ -1,7 +1,7 @@
 /*
  * heap.c — the public API (spanheap.h): heap lifetime, allocation and free
- * entry points, pointer validation, batch calls, statistics. The top
- * layer: it calls every layer below and none calls it (docs/native-core.md,
+ * entry points, pointer validation, batch calls, statistics. It calls the
+ * layers below it and no core file calls it (docs/native-core.md,
  * "Layers").
  */
 #include <errno.h>

@@ -29,7 +29,8 @@
  *
  * The pool keeps free spans and nothing else: what a span is (state, class,
  * byte limit, the LAB spare slot) is span.c's, which takes spans from here
- * and gives them back. This file calls only os.c.
+ * and gives them back. This file calls only os.c (and metadata.c for its
+ * stack array).
  */
 #include <stdlib.h>
 #include <string.h>
