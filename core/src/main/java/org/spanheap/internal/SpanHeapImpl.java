@@ -187,7 +187,7 @@ public final class SpanHeapImpl {
         }
         if (heap == 0) {
             int code = NativeHeap.lastError();
-            throw new SpanHeapOutOfMemoryError("sh_heap_create failed (" + errorName(code)
+            throw new SpanHeapOutOfMemoryError("sh_heap_create failed (" + NativeHeap.errorName(code)
                     + ") for a reservation of " + reserveBytes + " bytes", code == SpanLayout.SH_E_LIMIT);
         }
         this.heapAddress = heap;
@@ -311,19 +311,6 @@ public final class SpanHeapImpl {
         return (RuntimeException) t;
     }
 
-    private static String errorName(int code) {
-        return switch (code) {
-            case SpanLayout.SH_OK -> "SH_OK";
-            case SpanLayout.SH_E_INVALID -> "SH_E_INVALID";
-            case SpanLayout.SH_E_NOMEM -> "SH_E_NOMEM";
-            case SpanLayout.SH_E_LIMIT -> "SH_E_LIMIT";
-            case SpanLayout.SH_E_NOT_OWNED -> "SH_E_NOT_OWNED";
-            case SpanLayout.SH_E_DOUBLE_FREE -> "SH_E_DOUBLE_FREE";
-            case SpanLayout.SH_E_INTERIOR -> "SH_E_INTERIOR";
-            default -> "error " + code;
-        };
-    }
-
     /** {@return the exception for a failed allocation; callers throw it} */
     private Throwable allocationFailure(int code, long size, long alignment) {
         if (code == SpanLayout.SH_E_LIMIT) {
@@ -337,7 +324,7 @@ public final class SpanHeapImpl {
             case SpanLayout.SH_E_INVALID -> new IllegalArgumentException("size " + size
                     + " with alignment " + alignment + " rejected by the native heap");
             default -> new IllegalStateException("native allocation of " + size + " bytes failed: "
-                    + errorName(code));
+                    + NativeHeap.errorName(code));
         };
     }
 
@@ -766,13 +753,13 @@ public final class SpanHeapImpl {
             throw closed();
         }
         int rc = NativeHeap.freeChecked(handle, address);
-        switch (rc) {
+        switch (rc) {  // SH_OK or a negated code, as every int-returning call
             case SpanLayout.SH_OK -> { }
-            case SpanLayout.SH_E_DOUBLE_FREE -> throw doubleFree(address);
-            case SpanLayout.SH_E_INTERIOR -> throw notOwned(address, " (it points inside a block)");
-            case SpanLayout.SH_E_NOT_OWNED -> throw notOwned(address, "");
+            case -SpanLayout.SH_E_DOUBLE_FREE -> throw doubleFree(address);
+            case -SpanLayout.SH_E_INTERIOR -> throw notOwned(address, " (it points inside a block)");
+            case -SpanLayout.SH_E_NOT_OWNED -> throw notOwned(address, "");
             default -> throw new IllegalStateException("sh_free_checked(0x" + Long.toHexString(address)
-                    + ") returned " + errorName(rc));
+                    + ") returned " + rc + " (" + NativeHeap.errorName(rc) + ")");
         }
     }
 
@@ -785,7 +772,7 @@ public final class SpanHeapImpl {
         }
         int rc = NativeHeap.freeBatch(handle, MemorySegment.ofArray(blocks).asSlice((long) from * Long.BYTES), n);
         if (rc != SpanLayout.SH_OK) {
-            throw new IllegalStateException("sh_free_batch rejected cached blocks: " + errorName(-rc));
+            throw new IllegalStateException("sh_free_batch rejected cached blocks: " + NativeHeap.errorName(rc));
         }
     }
 
