@@ -64,6 +64,25 @@ public final class SpanHeapImpl {
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
+        initializeNow(DeadThreadCacheDrainEvent.class, ByteLimitRefusalEvent.class, MemoryReleaseEvent.class,
+                org.spanheap.SpanHeapOutOfMemoryError.class);
+    }
+
+    /**
+     * Initializes classes that only slow paths use, now rather than at their first use. A
+     * class whose initializer fails, for example with a {@link StackOverflowError} of a caller
+     * deep in its stack, stays unusable for the life of the JVM: every later use throws
+     * {@link NoClassDefFoundError}. A dead thread's cache drain, run by whichever thread
+     * allocates next, failed so for good in {@code StackOverflowInCacheTest}.
+     */
+    public static void initializeNow(Class<?>... classes) {
+        for (Class<?> c : classes) {
+            try {
+                Class.forName(c.getName(), true, c.getClassLoader());
+            } catch (ClassNotFoundException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
     }
 
     // ---- read-only after construction (read by every thread on the fast path) ----

@@ -54,6 +54,11 @@ import org.spanheap.internal.SpanHeapImpl;
  */
 public final class CompactFitHeap {
 
+    static { // slow-path classes, initialized before a deep caller can poison them (see SpanHeapImpl)
+        SpanHeapImpl.initializeNow(CompactionRoundEvent.class, EpochChangeEvent.class, MemoryReleaseEvent.class,
+                StaleHandleException.class);
+    }
+
     /** Compactor falls this many batches behind: freeing threads run a round themselves. */
     private static final int HELP_FACTOR = 8;
 
