@@ -63,7 +63,7 @@ static uint64_t random_key(void)
         clock_gettime(CLOCK_MONOTONIC, &ts);
         k = ((uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull) ^ (uint64_t)(uintptr_t)&k;
     }
-    /* top bit set: key ^ address is never 0 (user addresses < 2^47), so
+    /* top bit set: key ^ address is never 0 (user addresses < 2^48), so
      * zeroed memory never looks free-marked */
     return k | ((uint64_t)1 << 63);
 }

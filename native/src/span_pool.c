@@ -3,7 +3,8 @@
  * lock-free Treiber stacks whose links live inside the free spans' headers.
  *
  * ABA protection: the stack head is a tagged pointer. Spans are 2 MiB
- * aligned user-space addresses (< 2^47), so the top 16 bits are free for a
+ * aligned user-space addresses (< 2^47 on x86-64, < 2^48 on aarch64;
+ * sh_arena_init refuses anything higher), so the top 16 bits are free for a
  * counter that every successful push and pop increments:
  *
  *     63          48 47                                   0

@@ -65,8 +65,8 @@ public final class SpanHeap implements AutoCloseable {
      * default (1 TiB of address space, committed on demand), with no byte limit.
      *
      * @throws SpanHeapOutOfMemoryError if the address space cannot be reserved
-     * @throws UnsatisfiedLinkError if the native library cannot be loaded (not x86-64 Linux,
-     *         or the library is missing)
+     * @throws UnsatisfiedLinkError if the native library cannot be loaded (not Linux on
+     *         x86-64 or aarch64, or the library is missing)
      */
     public static SpanHeap create() {
         return builder().build();

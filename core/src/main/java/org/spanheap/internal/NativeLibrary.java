@@ -29,7 +29,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 /**
  * Loads {@code libspanheap.so} once per class loader and exposes its symbols.
  *
- * <p>The library comes from the core jar at {@value #RESOURCE}. It is unpacked into a
+ * <p>The library comes from the core jar at {@link #RESOURCE}, the copy for this JVM's
+ * platform ({@code META-INF/native/linux-x86_64/} or {@code linux-aarch64/}, chosen by
+ * {@code os.arch}). It is unpacked into a
  * fresh directory that only the current user can enter ({@code rwx------}, under a random
  * name) as a file only the current user can read ({@code rw-------}, random name), loaded
  * with {@link SymbolLookup#libraryLookup(Path, Arena)} into the global arena (it is never
@@ -53,8 +55,9 @@ public final class NativeLibrary {
     public static final String PATH_PROPERTY = "spanheap.library.path";
     /** System property naming the directory the jar's library is unpacked into. */
     public static final String WORKDIR_PROPERTY = "spanheap.native.workdir";
-    /** Where the core jar carries the library. */
-    public static final String RESOURCE = "/META-INF/native/linux-x86_64/libspanheap.so";
+    /** Where the core jar carries the library for this JVM's platform; null on any other. */
+    public static final String RESOURCE = resource(System.getProperty("os.name", "?"),
+            System.getProperty("os.arch", "?"));
     /** The function that reports the library's ABI version. */
     static final String ABI_SYMBOL = "sh_abi_version";
     /** The function that reports the size of each struct shared with Java. */
@@ -76,6 +79,23 @@ public final class NativeLibrary {
 
     private NativeLibrary() {}
 
+    /**
+     * {@return the jar resource of the library for the platform that the system properties
+     * {@code os.name} and {@code os.arch} name, or null if the jar carries none for it}
+     * HotSpot reports x86-64 as {@code amd64} and aarch64 as {@code aarch64}; the other
+     * names are those of other JVMs.
+     */
+    static String resource(String osName, String osArch) {
+        if (!osName.toLowerCase(Locale.ROOT).startsWith("linux")) {
+            return null;
+        }
+        return switch (osArch) {
+            case "amd64", "x86_64" -> "/META-INF/native/linux-x86_64/libspanheap.so";
+            case "aarch64", "arm64" -> "/META-INF/native/linux-aarch64/libspanheap.so";
+            default -> null;
+        };
+    }
+
     private static final class Holder {
         static final SymbolLookup LOOKUP = load(System.getProperty(PATH_PROPERTY),
                 System.getProperty(WORKDIR_PROPERTY), Arena.global(), NativeLibrary::open);
@@ -84,10 +104,10 @@ public final class NativeLibrary {
     /**
      * {@return the symbols of libspanheap} The first call loads the library.
      *
-     * @throws UnsatisfiedLinkError if the platform is not x86-64 Linux, the jar carries
-     *         no library, the library cannot be unpacked or loaded, its ABI version
-     *         differs from {@link SpanLayout#ABI_VERSION}, or a shared struct's size
-     *         differs from {@link SpanLayout}'s
+     * @throws UnsatisfiedLinkError if the platform is not Linux on x86-64 or aarch64, the
+     *         jar carries no library for it, the library cannot be unpacked or loaded, its
+     *         ABI version differs from {@link SpanLayout#ABI_VERSION}, or a shared struct's
+     *         size differs from {@link SpanLayout}'s
      */
     public static SymbolLookup lookup() {
         return Holder.LOOKUP;
@@ -125,9 +145,8 @@ public final class NativeLibrary {
     static SymbolLookup load(String libraryPath, String workdir, Arena arena, Opener opener) {
         String os = System.getProperty("os.name", "?");
         String arch = System.getProperty("os.arch", "?");
-        if (!os.toLowerCase(Locale.ROOT).startsWith("linux")
-                || !(arch.equals("amd64") || arch.equals("x86_64"))) {
-            throw new UnsatisfiedLinkError("spanheap supports x86-64 Linux only; this JVM runs on "
+        if (resource(os, arch) == null) {
+            throw new UnsatisfiedLinkError("spanheap supports Linux on x86-64 and aarch64 only; this JVM runs on "
                     + os + "/" + arch);
         }
         if (libraryPath != null && !libraryPath.isEmpty()) {
