@@ -84,11 +84,12 @@ public final class Demo {
                 bytes >> 20, Runtime.version(), w.threads(), w.keys(), w.phaseSeconds(), w.seconds());
         // Warm-up, not reported: the JIT compiles the paths and its own memory grows here, not in a run.
         CacheWorkload warmUp = new CacheWorkload(Math.min(3, w.seconds()), w.threads(), w.keys(), w.phaseSeconds());
+        System.out.printf(Locale.ROOT, "  warming up for %.1f s (not reported), then two runs of %.0f s: compacting,"
+                + " compaction off%n", warmUp.seconds(), w.seconds());
         try (OffHeapCache<Long, byte[]> cache = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
                 .capacity(bytes).build()) {
             warmUp.run("warm-up", cache, new java.io.PrintStream(java.io.OutputStream.nullOutputStream()));
         }
-        System.out.println("  (warmed up for " + warmUp.seconds() + " s)");
         List<CacheWorkload.Result> results = new ArrayList<>();
         try (OffHeapCache<Long, byte[]> cache = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
                 .capacity(bytes).build()) {
