@@ -971,12 +971,12 @@ public final class SpanHeapImpl {
                 drainDeadLocked();
                 for (ThreadCache cache : registry) {
                     for (int c = 0; c < cachedClassCount; c++) {
-                        cached[c] += cache.cachedTop(c) - cacheBase[c];
+                        cached[c] += cache.topOpaque(c) - cacheBase[c];
                     }
                 }
                 for (ThreadCache stripe : stripes) {
                     for (int c = 0; c < cachedClassCount; c++) {
-                        cached[c] += stripe.cachedTop(c) - cacheBase[c];
+                        cached[c] += stripe.topOpaque(c) - cacheBase[c];
                     }
                 }
             }

@@ -30,7 +30,7 @@ import java.lang.ref.WeakReference;
  * <p>Only the owner thread (or a stripe's lock holder) reads or writes the slots and tops,
  * with plain accesses. Two other readers exist:
  * <ul>
- * <li>{@code stats()} of any thread reads the tops with {@link #cachedTop opaque} loads:
+ * <li>{@code stats()} of any thread reads the tops with {@link #topOpaque opaque} loads:
  *     an estimate while the owner runs, exact once the owner is quiescent.</li>
  * <li>After {@link #isOwnerDead()} is true, a drainer reads everything with plain loads:
  *     {@link Thread#isAlive()} returning false happens-after every action of the dead thread
@@ -148,7 +148,7 @@ public final class ThreadCache {
     }
 
     /** {@return class c's top, read opaque: some value the owner wrote, never a torn or invented one} */
-    int cachedTop(int c) {
+    int topOpaque(int c) {
         return (int) (long) WORD.getOpaque(m, top(c));
     }
 }

@@ -262,7 +262,7 @@ public final class CompactFitHeap {
             } catch (StaleHandleException e) {
                 throw closed ? closedException() : e;
             }
-            long st = table.state(index);
+            long st = table.stateAcquire(index);
             if ((st & HandleTable.MOVING) == 0) {
                 if (!HandleTable.isLive(st)) {
                     throw new StaleHandleException(handle); // freed between the two loads
@@ -286,7 +286,7 @@ public final class CompactFitHeap {
     /** Size in bytes of the live object named by {@code handle}. */
     public long size(long handle) {
         try {
-            return HandleTable.size(table.state(table.liveIndex(handle)));
+            return HandleTable.size(table.stateAcquire(table.liveIndex(handle)));
         } catch (StaleHandleException e) {
             throw closed ? closedException() : e;
         }
@@ -777,7 +777,7 @@ public final class CompactFitHeap {
         long moved = 0;
         int n = moveCount;
         for (int k = 0; k < n; k++) {
-            long size = HandleTable.size(table.state(mvIndex[k]));
+            long size = HandleTable.size(table.stateAcquire(mvIndex[k]));
             MemorySegment.copy(OsMemory.RAW, mvSrc[k].addressOf(mvSrcSlot[k]), OsMemory.RAW,
                     mvDst[k].addressOf(mvDstSlot[k]), size);
         }
@@ -839,7 +839,7 @@ public final class CompactFitHeap {
                 largeMapped.addAndGet(-mapped);
                 largeCache.give(table.address(i), mapped, largeCacheCap());
                 largeReleased++;
-                largeReleasedBytes += HandleTable.size(table.state(i)); // a kill keeps the size
+                largeReleasedBytes += HandleTable.size(table.stateAcquire(i)); // a kill keeps the size
                 bytes += mapped;
                 table.setLink(i, largeHead);
                 largeHead = i;
@@ -872,7 +872,7 @@ public final class CompactFitHeap {
                 p.release(table.slotOf(i));
                 c.liveBlocks--;
                 c.released++;
-                c.releasedBytes += HandleTable.size(table.state(i)); // a kill keeps the size
+                c.releasedBytes += HandleTable.size(table.stateAcquire(i)); // a kill keeps the size
                 if (p.used == 0) {
                     c.removePage(p);
                     emptied = addEmptied(emptied, p);
@@ -1083,7 +1083,7 @@ public final class CompactFitHeap {
             long pendingObjects = 0, pendingBytes = 0, pendingLarge = 0;
             for (int i = (int) limbo.get(); i != HandleTable.NO_INDEX; i = table.link(i)) {
                 pendingObjects++;
-                pendingBytes += HandleTable.size(table.state(i));
+                pendingBytes += HandleTable.size(table.stateAcquire(i));
                 if (table.pageOf(i) == null) {
                     pendingLarge++;
                 }
@@ -1157,7 +1157,7 @@ public final class CompactFitHeap {
                 unmapIfLarge(i);
             }
             for (int i = 1, n = table.capacity(); i < n; i++) {
-                if (HandleTable.isLive(table.state(i))) {
+                if (HandleTable.isLive(table.stateAcquire(i))) {
                     unmapIfLarge(i);
                 }
             }

@@ -138,7 +138,7 @@ final class HandleTable {
     }
 
     /** The state word of a valid index (acquire). */
-    long state(int index) {
+    long stateAcquire(int index) {
         return stateAcquire(words[index >>> CHUNK_SHIFT], wordOf(index));
     }
 
@@ -155,7 +155,7 @@ final class HandleTable {
     }
 
     long handleOf(int index) {
-        return tag << TAG_SHIFT | ((state(index) >>> STATE_GEN_SHIFT) << 32) | index;
+        return tag << TAG_SHIFT | ((stateAcquire(index) >>> STATE_GEN_SHIFT) << 32) | index;
     }
 
     Page pageOf(int index) {
@@ -276,7 +276,7 @@ final class HandleTable {
     synchronized void giveIndices(int head) {
         for (int i = head; i != NO_INDEX;) {
             int next = link(i);
-            if ((state(i) >>> STATE_GEN_SHIFT) >= MAX_GENERATION) {
+            if ((stateAcquire(i) >>> STATE_GEN_SHIFT) >= MAX_GENERATION) {
                 retired++;
             } else {
                 setLink(i, freeHead);

@@ -50,13 +50,13 @@ class HandleTableTest {
             long big = 1L << 30; // once the MOVING bit, now an ordinary size
             t.publishLive(i, 0x1000, big, null, 0);
             long h = t.handleOf(i);
-            assertEquals(big, HandleTable.size(t.state(i)));
+            assertEquals(big, HandleTable.size(t.stateAcquire(i)));
             assertTrue(t.markMoving(i));
             assertFalse(t.markMoving(i), "already moving");
             assertEquals(i, t.liveIndex(h), "a moving object is live");
             assertTrue(t.publishMoved(i, 0x9000, null, 0));
             assertEquals(0x9000, t.address(i));
-            assertEquals(big, HandleTable.size(t.state(i)));
+            assertEquals(big, HandleTable.size(t.stateAcquire(i)));
             assertTrue(t.markMoving(i));
             t.kill(h); // freed while moving: the move's publication must fail
             assertFalse(t.publishMoved(i, 0xA000, null, 0));
