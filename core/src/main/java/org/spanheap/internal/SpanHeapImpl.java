@@ -48,10 +48,7 @@ import static org.spanheap.internal.SpanLayout.MIN_ALIGNMENT;
  * private cache (at most {@link #maxVirtualCaches} of them) and from then on takes the
  * platform fast path.
  */
-public final class SpanHeapImpl {
-
-    /** Largest request size or size + alignment considered at all; x86-64 has 2^47 bytes of user space. */
-    static final long MAX_REQUEST = 1L << 46;
+public final class SpanHeapImpl implements HeapEngine {
 
     /** Slots of the thread-id-indexed cache table, a power of two. */
     static final int CACHE_TABLE_SIZE = 1024;
@@ -262,36 +259,19 @@ public final class SpanHeapImpl {
     // =====================================================================
 
     private static void checkRequest(long size, long alignment) {
-        if (size < 0 || size > MAX_REQUEST || ((alignment - 1) & alignment) != 0 || alignment <= 0
-                || alignment > MAX_REQUEST || size + alignment > MAX_REQUEST) {
-            throw raise(badRequest(size, alignment));
-        }
+        HeapErrors.checkRequest(size, alignment);
     }
 
-    /** {@return the exception for a request that {@link #checkRequest} refused} */
-    private static Throwable badRequest(long size, long alignment) {
-        if (size < 0) {
-            return new IllegalArgumentException("size must be >= 0: " + size);
-        }
-        if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
-            return new IllegalArgumentException("alignment must be a power of two: " + alignment);
-        }
-        return new SpanHeapOutOfMemoryError("cannot allocate " + size + " bytes aligned to "
-                + alignment + ": larger than any mapping on x86-64 (2^46 bytes)", false);
-    }
-
-    private IllegalArgumentException notOwned(long address, String why) {
-        return new IllegalArgumentException("segment was not allocated by this heap: 0x"
-                + Long.toHexString(address) + why);
+    private static IllegalArgumentException notOwned(long address, String why) {
+        return HeapErrors.notOwned(address, why);
     }
 
     private static IllegalStateException doubleFree(long address) {
-        return new IllegalStateException("double free: block 0x" + Long.toHexString(address)
-                + " is already free");
+        return HeapErrors.doubleFree(address);
     }
 
     private static IllegalStateException closed() {
-        return new IllegalStateException("heap is closed");
+        return HeapErrors.closed();
     }
 
     /** Maps an exception from a closed lifetime arena to "heap is closed"; keeps others. */
@@ -299,16 +279,8 @@ public final class SpanHeapImpl {
         return scope.isAlive() ? e : closed();
     }
 
-    /**
-     * Throws {@code t} if it is an {@link Error}; otherwise returns it for the caller to throw.
-     * Lets {@link #badRequest} and {@link #allocationFailure} build either an
-     * {@link IllegalArgumentException} or a {@link SpanHeapOutOfMemoryError} in one place.
-     */
     private static RuntimeException raise(Throwable t) {
-        if (t instanceof Error e) {
-            throw e;
-        }
-        return (RuntimeException) t;
+        return HeapErrors.raise(t);
     }
 
     private static String errorName(int code) {
@@ -330,8 +302,7 @@ public final class SpanHeapImpl {
             limitRefused(size);
         }
         return switch (code) {
-            case SpanLayout.SH_E_LIMIT -> new SpanHeapOutOfMemoryError("cannot allocate " + size
-                    + " bytes: the heap's byte limit would be exceeded", true);
+            case SpanLayout.SH_E_LIMIT -> HeapErrors.byteLimitExceeded(size);
             case SpanLayout.SH_E_NOMEM -> new SpanHeapOutOfMemoryError("cannot allocate " + size
                     + " bytes: arena exhausted or the OS refused memory", false);
             case SpanLayout.SH_E_INVALID -> new IllegalArgumentException("size " + size
@@ -517,13 +488,12 @@ public final class SpanHeapImpl {
     }
 
     /**
-     * Blocks larger than this are mapped for themselves and unmapped when freed (the native
-     * core keeps no freed mapping over {@code SH_LARGE_CACHE_ONE}, 32 MiB, internal.h); 64 KiB
-     * below it, so that a block whose mapping just crosses it (header, page rounding) is
-     * counted in. Smaller freed mappings may be kept for reuse: a use after free of those,
-     * like that of a small block, reaches memory the heap hands out again (docs/java-core.md).
+     * Blocks larger than this are mapped for themselves and unmapped when freed, see
+     * {@link HeapEngine#OWN_SCOPE_ABOVE}. Smaller freed mappings may be kept for reuse: a use
+     * after free of those, like that of a small block, reaches memory the heap hands out
+     * again (docs/java-core.md).
      */
-    static final long UNMAPPED_ON_FREE = (32L << 20) - (64L << 10);
+    static final long UNMAPPED_ON_FREE = OWN_SCOPE_ABOVE;
 
     /**
      * Scopes of the live individually mapped blocks, by address. One shared arena each:
@@ -1032,6 +1002,11 @@ public final class SpanHeapImpl {
     // Lifetime
     // =====================================================================
 
+    @Override
+    public org.spanheap.SpanHeap.Engine kind() {
+        return org.spanheap.SpanHeap.Engine.NATIVE;
+    }
+
     public boolean isGlobal() {
         return global;
     }
@@ -1089,7 +1064,8 @@ public final class SpanHeapImpl {
     }
 
     /** Frees the blocks of a closing arena, through the calling thread's cache. */
-    void freeArenaBlocks(long[] blocks, int n) {
+    @Override
+    public void freeArenaBlocks(long[] blocks, int n) {
         if ((boolean) CLOSING.getOpaque(this)) {
             return;                                // destroy reclaims them
         }

@@ -1,7 +1,7 @@
 package org.spanheap.internal.compact;
 
 import java.util.concurrent.atomic.AtomicLong;
-import org.spanheap.internal.SpanHeapImpl;
+import org.spanheap.internal.HeapEngine;
 
 /**
  * Pages from a span heap: a page is one block of the span heap's size class
@@ -19,7 +19,7 @@ import org.spanheap.internal.SpanHeapImpl;
  */
 final class SpanHeapPageSource implements PageSource {
 
-    private final SpanHeapImpl heap;
+    private final HeapEngine heap;
     private final long pageSize;
     private final AutoCloseable owned;
     private final AtomicLong committed = new AtomicLong();
@@ -29,7 +29,7 @@ final class SpanHeapPageSource implements PageSource {
      * @param owned what {@link #close()} closes besides (the span heap if the source made it), or null
      * @throws IllegalStateException if {@code heap} is closed
      */
-    SpanHeapPageSource(SpanHeapImpl heap, long pageSize, AutoCloseable owned) {
+    SpanHeapPageSource(HeapEngine heap, long pageSize, AutoCloseable owned) {
         heap.acquireRef();
         this.heap = heap;
         this.pageSize = pageSize;
