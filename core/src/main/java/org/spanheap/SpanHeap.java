@@ -165,7 +165,8 @@ public final class SpanHeap implements AutoCloseable {
      * global heap's engine is chosen like every heap's (see "Engines" above).
      *
      * @throws IllegalArgumentException if a property's value is not a number (with an
-     *         allowed suffix) or is out of the setting's range; the message names the
+     *         allowed suffix) or is out of the setting's range, or {@code spanheap.engine}
+     *         is not {@code native}, {@code malloc} or {@code auto}; the message names the
      *         property and its value
      * @throws SpanHeapOutOfMemoryError if the address space cannot be reserved
      * @throws UnsatisfiedLinkError if {@code -Dspanheap.engine=native} asks for the native

@@ -66,8 +66,8 @@ public final class MallocEngine implements HeapEngine {
     private final MemorySegment all;
     /** Live blocks: address to charge. */
     private final ConcurrentHashMap<Long, Long> live = new ConcurrentHashMap<>();
-    /** Scopes of the live blocks over {@link #OWN_SCOPE_ABOVE}, by address (see {@link SpanHeapImpl}). */
-    private final ConcurrentHashMap<Long, Arena> ownScopes = new ConcurrentHashMap<>();
+    /** Scopes of the live blocks over {@link #OWN_SCOPE_ABOVE}. */
+    private final OwnScopes ownScopes;
     /** Sum of the charges of live blocks: what the byte limit bounds. CAS (volatile). */
     private final AtomicLong charged = new AtomicLong();
     private final AtomicLong largeBytes = new AtomicLong();
@@ -95,6 +95,7 @@ public final class MallocEngine implements HeapEngine {
         this.name = global ? "global" : "SpanHeap-malloc-" + HEAPS.incrementAndGet();
         this.lifetime = Arena.ofShared();
         this.scope = lifetime.scope();
+        this.ownScopes = new OwnScopes(scope);
         this.all = MemorySegment.NULL.reinterpret(Long.MAX_VALUE, lifetime, null);
     }
 
@@ -172,16 +173,7 @@ public final class MallocEngine implements HeapEngine {
         if (size <= OWN_SCOPE_ABOVE) {
             return all.asSlice(address, size);
         }
-        // A scope of its own, closed by the block's free: a use after free throws instead of
-        // touching memory malloc has unmapped.
-        Arena own = Arena.ofShared();
-        MemorySegment s = MemorySegment.ofAddress(address).reinterpret(size, own, null);
-        ownScopes.put(address, own);
-        if (!scope.isAlive() && ownScopes.remove(address, own)) {
-            SharedArenas.close(own);               // raced with close(): the heap is gone, and so is the block
-            throw HeapErrors.closed();
-        }
-        return s;
+        return ownScopes.segment(address, size);   // malloc unmaps such a block on free: see OwnScopes
     }
 
     // ---- free ----
@@ -203,31 +195,13 @@ public final class MallocEngine implements HeapEngine {
 
     /** Frees a block with a scope of its own: closes the scope, then frees the block. */
     private void freeOwnScope(MemorySegment segment) {
-        Arena own = ownScopeOf(segment);
-        if (own == null) {
-            if (!scope.isAlive()) {
-                throw HeapErrors.closed();
-            }
-            if (!segment.scope().isAlive() && segment.isNative() && segment.byteSize() > OWN_SCOPE_ABOVE) {
-                throw HeapErrors.doubleFree(segment.address()); // its own scope was closed by the first free
-            }
-            throw HeapErrors.notOwned(segment.address(), segment.isNative() ? "" : " (a heap segment)");
-        }
-        if (!ownScopes.remove(segment.address(), own)) {
-            throw HeapErrors.doubleFree(segment.address()); // another thread freed it just now
-        }
-        SharedArenas.close(own);
+        ownScopes.closeForFree(segment);
         if (closing) {
             throw HeapErrors.closed();             // the release of the heap's memory frees it
         }
         if (!release(segment.address())) {
             throw HeapErrors.doubleFree(segment.address());
         }
-    }
-
-    private Arena ownScopeOf(MemorySegment segment) {
-        Arena own = ownScopes.get(segment.address());
-        return own != null && own.scope() == segment.scope() ? own : null;
     }
 
     @Override
@@ -293,7 +267,7 @@ public final class MallocEngine implements HeapEngine {
         if (!scope.isAlive()) {
             throw HeapErrors.closed();
         }
-        if (segment.scope() != scope && ownScopeOf(segment) == null) {
+        if (segment.scope() != scope && !ownScopes.owns(segment)) {
             throw HeapErrors.notOwned(segment.address(), "");
         }
         Long charge = live.get(segment.address());
@@ -396,10 +370,7 @@ public final class MallocEngine implements HeapEngine {
             closing = true;
         }
         SharedArenas.close(lifetime);              // handshake: no thread is inside an access now
-        for (Arena own : ownScopes.values()) {
-            SharedArenas.close(own);
-        }
-        ownScopes.clear();
+        ownScopes.closeAll();
         releaseRef();
     }
 

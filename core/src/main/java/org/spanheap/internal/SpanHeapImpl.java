@@ -190,6 +190,7 @@ public final class SpanHeapImpl implements HeapEngine {
         this.heapAddress = heap;
         this.lifetime = Arena.ofShared();
         this.scope = lifetime.scope();
+        this.ownScopes = new OwnScopes(scope);
         this.handle = MemorySegment.ofAddress(heap).reinterpret(lifetime, null);
 
         long[] layout = new long[(int) (SpanLayout.SH_LAYOUT.byteSize() / 8)];
@@ -475,16 +476,7 @@ public final class SpanHeapImpl implements HeapEngine {
         if (size <= UNMAPPED_ON_FREE) {
             return MemorySegment.ofAddress(address).reinterpret(size, lifetime, null);
         }
-        // Mapped for this block alone and unmapped by its free: a scope of its own, closed
-        // before the unmap, so that a use after free throws instead of faulting the JVM.
-        Arena own = Arena.ofShared();
-        MemorySegment s = MemorySegment.ofAddress(address).reinterpret(size, own, null);
-        ownScopes.put(address, own);
-        if (!scope.isAlive() && ownScopes.remove(address, own)) {
-            SharedArenas.close(own);             // raced with close(): the heap is gone, and so is the block
-            throw closed();
-        }
-        return s;
+        return ownScopes.segment(address, size);   // mapped for this block alone: see OwnScopes
     }
 
     /**
@@ -495,19 +487,8 @@ public final class SpanHeapImpl implements HeapEngine {
      */
     static final long UNMAPPED_ON_FREE = OWN_SCOPE_ABOVE;
 
-    /**
-     * Scopes of the live individually mapped blocks, by address. One shared arena each:
-     * creating it costs about a microsecond and closing it a handshake (tens of microseconds),
-     * small beside mapping, touching and unmapping 32 MiB.
-     */
-    private final java.util.concurrent.ConcurrentHashMap<Long, Arena> ownScopes =
-            new java.util.concurrent.ConcurrentHashMap<>();
-
-    /** The scope of an individually mapped block of this heap that {@code segment} starts, or null. */
-    private Arena ownScopeOf(MemorySegment segment) {
-        Arena own = ownScopes.get(segment.address());
-        return own != null && own.scope() == segment.scope() ? own : null;
-    }
+    /** Scopes of the live individually mapped blocks. */
+    private final OwnScopes ownScopes;
 
     /** {@return the calling thread's cache array, created on first use; null on a virtual thread} */
     private long[] cache() {
@@ -587,26 +568,8 @@ public final class SpanHeapImpl implements HeapEngine {
 
     /** Frees an individually mapped block: closes its scope, then frees (unmaps) it. */
     private void freeOwnScope(MemorySegment segment) {
-        Arena own = ownScopeOf(segment);
-        if (own == null) {
-            if (!segment.scope().isAlive() && segment.isNative() && scope.isAlive()
-                    && segment.byteSize() > UNMAPPED_ON_FREE) {
-                throw doubleFree(segment.address()); // its own scope was closed by the first free
-            }
-            throw foreign(segment);
-        }
-        if (!ownScopes.remove(segment.address(), own)) {
-            throw doubleFree(segment.address());     // another thread freed it just now
-        }
-        SharedArenas.close(own);
+        ownScopes.closeForFree(segment);
         freeAddress(segment.address());
-    }
-
-    private RuntimeException foreign(MemorySegment segment) {
-        if (!scope.isAlive()) {
-            return closed();
-        }
-        return notOwned(segment.address(), segment.isNative() ? "" : " (a heap segment)");
     }
 
     /**
@@ -981,7 +944,7 @@ public final class SpanHeapImpl implements HeapEngine {
 
     /** {@return the usable bytes of the live block at the segment's address} */
     public long usableSize(MemorySegment segment) {
-        if (segment.scope() != scope && ownScopeOf(segment) == null) {
+        if (segment.scope() != scope && !ownScopes.owns(segment)) {
             if (!scope.isAlive()) {
                 throw closed();
             }
@@ -1056,10 +1019,7 @@ public final class SpanHeapImpl implements HeapEngine {
             return;                                // closed, or being closed by another thread
         }
         SharedArenas.close(lifetime);              // handshake: no thread is inside an access now
-        for (Arena own : ownScopes.values()) {
-            SharedArenas.close(own);                       // segments of individually mapped blocks die too
-        }
-        ownScopes.clear();
+        ownScopes.closeAll();                      // segments of individually mapped blocks die too
         releaseRef();
     }
 

@@ -7,9 +7,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import org.spanheap.CompactingHeapStats;
 import org.spanheap.StaleHandleException;
+import org.spanheap.internal.HeapEngine;
 import org.spanheap.internal.MemoryReleaseEvent;
 import org.spanheap.internal.Zeroing;
-import org.spanheap.internal.HeapEngine;
 
 /**
  * The engine behind {@link org.spanheap.CompactingHeap}: Compact-fit size

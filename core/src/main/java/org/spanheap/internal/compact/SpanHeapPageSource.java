@@ -9,7 +9,10 @@ import org.spanheap.internal.HeapEngine;
  * 4096. A page given back is first released to the OS with
  * {@code madvise(MADV_DONTNEED)}, then freed to the span heap: the real span
  * around it may stay in use by other pages, but the emptied page's memory
- * leaves the process now.
+ * leaves the process now. Over a span heap of the malloc engine a page is a
+ * {@code posix_memalign}ed block (4096-aligned) and the same steps apply; where
+ * {@link OsMemory#MAPS} is false (outside Linux) the {@code madvise} is left
+ * out and the page's memory goes back when malloc decides.
  *
  * <p>The source holds a reference on the span heap, as its arenas do: a user
  * who closes the span heap given to the builder before the compacting heap
