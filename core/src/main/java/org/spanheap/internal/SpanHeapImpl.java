@@ -13,6 +13,11 @@ import java.util.List;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
+import static org.spanheap.internal.HeapErrors.checkRequest;
+import static org.spanheap.internal.HeapErrors.closed;
+import static org.spanheap.internal.HeapErrors.doubleFree;
+import static org.spanheap.internal.HeapErrors.notOwned;
+import static org.spanheap.internal.HeapErrors.raise;
 import static org.spanheap.internal.SpanLayout.BLOCK_FREE_MARK_OFFSET;
 import static org.spanheap.internal.SpanLayout.MIN_ALIGNMENT;
 
@@ -256,32 +261,13 @@ public final class SpanHeapImpl implements HeapEngine {
     }
 
     // =====================================================================
-    // Argument checks: the only place
+    // Errors. The request check and the exceptions are HeapErrors' (checkRequest,
+    // notOwned, doubleFree, closed, raise: imported), shared with MallocEngine.
     // =====================================================================
-
-    private static void checkRequest(long size, long alignment) {
-        HeapErrors.checkRequest(size, alignment);
-    }
-
-    private static IllegalArgumentException notOwned(long address, String why) {
-        return HeapErrors.notOwned(address, why);
-    }
-
-    private static IllegalStateException doubleFree(long address) {
-        return HeapErrors.doubleFree(address);
-    }
-
-    private static IllegalStateException closed() {
-        return HeapErrors.closed();
-    }
 
     /** Maps an exception from a closed lifetime arena to "heap is closed"; keeps others. */
     private RuntimeException closedOr(IllegalStateException e) {
         return scope.isAlive() ? e : closed();
-    }
-
-    private static RuntimeException raise(Throwable t) {
-        return HeapErrors.raise(t);
     }
 
     private static String errorName(int code) {
