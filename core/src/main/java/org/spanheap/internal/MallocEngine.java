@@ -374,6 +374,11 @@ public final class MallocEngine implements HeapEngine {
         releaseRef();
     }
 
+    /** {@return the number of blocks in the registry} For tests. */
+    int liveBlockCount() {
+        return live.size();
+    }
+
     @Override
     public String toString() {
         return "MallocEngine[" + name + ", live=" + live.size() + "]";
