@@ -168,6 +168,11 @@ static inline void wait_step(unsigned *spins)
     if (++*spins < 64) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        /* isb, not yield: yield is a no-op on most cores, isb stalls the
+         * core for tens of cycles, as pause does (HotSpot spins with isb on
+         * Neoverse cores) */
+        __asm__ __volatile__("isb" ::: "memory");
 #endif
     } else {
         *spins = 0;

@@ -313,7 +313,7 @@ static void op_bad_pointer(fz_input *in)
         free(heap_probe);
         return;
     } else if (how == 1) {
-        got = sh_free_checked(m.h, p);
+        got = -sh_free_checked(m.h, p); /* negated, as every int-returning call */
         FZ_CHECK(got == SH_OK || sh_last_error() == got, "last error %d after %d",
                  sh_last_error(), got);
     } else {
@@ -431,7 +431,7 @@ static void op_java_free(fz_input *in)
     check_intact(b);
     ((uint64_t *)b->p)[1] = free_mark(b->p);
     b->cached = 1;
-    FZ_CHECK(sh_free_checked(m.h, b->p) == SH_E_DOUBLE_FREE, "cached block %p freed",
+    FZ_CHECK(sh_free_checked(m.h, b->p) == -SH_E_DOUBLE_FREE, "cached block %p freed",
              (void *)b->p);
 }
 

@@ -23,7 +23,6 @@
 
 #include "fuzz_input.h"
 #include "spanheap.h"
-#define SH_META_NO_REDIRECT /* libc's malloc stays libc's here */
 #include "meta.h"
 
 void *fz_malloc(size_t size);

@@ -11,7 +11,18 @@
  * not race with any other call on that heap.
  *
  * Java bindings (core/, org.spanheap.internal) mirror the structs and
- * constants below; keep both in step (SH_ABI_VERSION).
+ * constants below; keep both in step (SH_ABI_VERSION). A binding checks
+ * sh_abi_version() and sh_abi_sizeof() when it loads the library.
+ *
+ * Errors, one rule for the whole API:
+ *   - a function returning int returns SH_OK (0) or a count (>= 0) on
+ *     success and a negated error code, -SH_E_*, on failure;
+ *   - a function returning a pointer returns NULL on failure and sets
+ *     this thread's sh_last_error();
+ *   - sh_last_error() and the on_error callback carry the code itself,
+ *     SH_E_* (positive).
+ * sh_error_name() names either form: sh_error_name(-SH_E_LIMIT) and
+ * sh_error_name(SH_E_LIMIT) are both "SH_E_LIMIT".
  */
 #ifndef SPANHEAP_H
 #define SPANHEAP_H
@@ -23,8 +34,10 @@
 extern "C" {
 #endif
 
-/* Bumped whenever a struct layout or constant below changes meaning. */
-#define SH_ABI_VERSION 1
+/* Bumped whenever a struct layout or constant below changes meaning.
+ * 2: sh_free_checked and sh_class_get return negated codes; sh_error_name,
+ *    sh_abi_sizeof. */
+#define SH_ABI_VERSION 2
 
 /* SH_ABI_VERSION of the headers this library was built from. A binding
  * (the Java loader) checks it before any other call and refuses a library
@@ -34,7 +47,7 @@ int sh_abi_version(void);
 /* Upper bound on the number of size classes; sh_heap_stats arrays use it. */
 #define SH_MAX_CLASSES 64
 
-/* Error codes (returned as negative values where a function returns int). */
+/* Error codes; an int-returning function returns them negated (see above). */
 typedef enum sh_error {
     SH_OK = 0,
     SH_E_INVALID = 1,      /* bad argument: size, alignment, class index   */
@@ -84,7 +97,9 @@ void *sh_alloc_aligned(sh_heap *heap, size_t size, size_t alignment);
  * otherwise ignored: nothing is corrupted. */
 void sh_free(sh_heap *heap, void *ptr);
 
-/* As sh_free, but returns SH_OK or an sh_error code instead of calling
+/* As sh_free, but returns SH_OK or a negated error (-SH_E_NOT_OWNED,
+ * -SH_E_DOUBLE_FREE, -SH_E_INTERIOR, -SH_E_INVALID for a NULL heap,
+ * -SH_E_NOMEM if no thread state could be had) instead of calling
  * on_error. */
 int sh_free_checked(sh_heap *heap, void *ptr);
 
@@ -93,6 +108,11 @@ size_t sh_usable_size(sh_heap *heap, const void *ptr);
 
 /* Error code of the last failing call on this OS thread. */
 int sh_last_error(void);
+
+/* The name of an error code, "SH_E_DOUBLE_FREE"; code may be negated, as
+ * returned. "SH_E_UNKNOWN" for a code this library does not know. The
+ * string is static. */
+const char *sh_error_name(int code);
 
 /* Gives memory that the heap holds but does not use back to the OS: the
  * calling thread's deferred frees and spare spans go to the span pool, every
@@ -116,9 +136,10 @@ typedef struct sh_class_info {
 
 /* Number of size classes (<= SH_MAX_CLASSES). */
 int sh_class_count(void);
-/* Index of the smallest class that holds size bytes, or -1 if too large. */
+/* Index of the smallest class that holds size bytes, or -SH_E_INVALID (-1)
+ * if too large. */
 int sh_class_of(size_t size);
-/* Fills *out for class idx; SH_E_INVALID for a bad index. */
+/* Fills *out for class idx; SH_OK, or -SH_E_INVALID for a bad index. */
 int sh_class_get(int idx, sh_class_info *out);
 
 /* ---- batch entry points for the Java thread caches -------------------
@@ -194,6 +215,20 @@ typedef struct sh_heap_stats {
 /* Fills *out. Counters are exact when the heap is quiescent and a
  * consistent-enough estimate while other threads run. */
 void sh_stats(sh_heap *heap, sh_heap_stats *out);
+
+/* ---- layout check ----------------------------------------------------- */
+
+/* The structs above, for sh_abi_sizeof. */
+#define SH_STRUCT_CONFIG 1     /* sh_config     */
+#define SH_STRUCT_CLASS_INFO 2 /* sh_class_info */
+#define SH_STRUCT_LAYOUT 3     /* sh_layout     */
+#define SH_STRUCT_HEAP_STATS 4 /* sh_heap_stats */
+
+/* sizeof the struct `which` names, as this library was compiled; 0 for an
+ * unknown which. A binding compares each with its own mirror when it loads
+ * the library (with sh_abi_version), so a library built from other headers
+ * is refused before any struct crosses the boundary. */
+uint64_t sh_abi_sizeof(int which);
 
 /* ---- test-only: fault injection ---------------------------------------
  *

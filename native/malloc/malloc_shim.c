@@ -18,17 +18,20 @@
  * Fork: pthread_atfork handlers take exit_lock, every core lock
  * (sh_fork_prepare) and the meta lock, in that order, and release them in
  * the parent / re-initialise them in the child.
+ *
+ * The core is reached through spanheap.h and src/embed.h only; its
+ * metadata comes from meta.c, linked in place of the core's metadata.c.
  */
-#define SH_META_NO_REDIRECT
 #include "meta.h"
 
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "embed.h" /* the core as an embedder sees it; nothing else of it */
 
 #define SHIM_API __attribute__((visibility("default")))
 
@@ -57,12 +60,9 @@ static void report_bad_pointer(sh_heap *h, int err, void *ptr, void *ctx)
     /* relaxed: only caps the number of messages */
     if (atomic_fetch_add_explicit(&bad_reports, 1, memory_order_relaxed) >= 16)
         return;
-    static const char *const what[] = {"", "invalid argument", "out of memory", "byte limit",
-                                       "pointer not allocated by malloc", "double free",
-                                       "interior pointer"};
     char buf[160];
     int n = snprintf(buf, sizeof buf, "spanheap-malloc: free(%p): %s (ignored)\n", ptr,
-                     err > 0 && err <= SH_E_INTERIOR ? what[err] : "error");
+                     sh_error_text(err));
     if (n > 0)
         (void)!write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
@@ -130,7 +130,7 @@ SH_COLD static sh_heap *heap_init(void)
         h = sh_heap_create(&cfg);
     } while (!h && (r /= 4) >= ((size_t)1 << 28));
     if (h) {
-        exit_lab = sh_lab_new(h);
+        exit_lab = sh_embed_lab_new(h);
         if (!exit_lab || pthread_atfork(fork_prepare, fork_parent, fork_child) != 0)
             h = NULL; /* cannot be used safely: everything goes to meta */
     }
@@ -142,7 +142,7 @@ SH_COLD static sh_heap *heap_init(void)
 }
 
 /* Slow-path entry: see the modes above. For MODE_LAB and MODE_EXIT *hp is
- * the heap and sh_tls_last names it; MODE_EXIT must be ended by leave(). */
+ * the heap and the thread is bound to it; MODE_EXIT must be ended by leave(). */
 SH_NOINLINE static int enter(sh_heap **hp)
 {
     if (busy)
@@ -152,33 +152,28 @@ SH_NOINLINE static int enter(sh_heap **hp)
     if (!h && !(h = heap_init()))
         return MODE_META;
     *hp = h;
-    if (sh_tls_last.heap == h)
+    if (sh_embed_bound(h))
         return MODE_LAB;
     if (!sh_thread_exited()) {
         busy = 1; /* pthread_setspecific may allocate */
-        sh_lab *lab = sh_lab_get_slow(h);
+        bool bound = sh_embed_bind(h);
         busy = 0;
-        if (lab)
+        if (bound)
             return MODE_LAB;
     }
     pthread_mutex_lock(&exit_lock);
     busy = 1;
-    sh_tls_last = (sh_tls_entry){h, h->gen, exit_lab};
+    sh_embed_borrow(h, exit_lab);
     return MODE_EXIT;
 }
 
 static void leave(int mode)
 {
     if (mode == MODE_EXIT) {
-        memset(&sh_tls_last, 0, sizeof sh_tls_last);
+        sh_embed_unbind();
         busy = 0;
         pthread_mutex_unlock(&exit_lock);
     }
-}
-
-static inline bool in_arena(const sh_heap *h, const void *p)
-{
-    return (uintptr_t)p - h->arena.base < h->arena.size;
 }
 
 /* ---- allocation -------------------------------------------------------- */
@@ -200,8 +195,8 @@ SHIM_API void *malloc(size_t size)
 {
     /* relaxed: see the_heap */
     sh_heap *h = atomic_load_explicit(&the_heap, memory_order_relaxed);
-    if (SH_LIKELY(h != NULL && sh_tls_last.heap == h && size <= SH_MAX_SMALL)) {
-        void *p = sh_lab_alloc(h, sh_tls_last.lab, sh_size_to_class(size), false);
+    if (SH_LIKELY(h != NULL && sh_embed_bound(h) && size <= SH_MAX_SMALL)) {
+        void *p = sh_embed_alloc_small(h, size);
         if (SH_LIKELY(p != NULL))
             return p;
         errno = ENOMEM;
@@ -215,7 +210,7 @@ static void *alloc_aligned(size_t alignment, size_t size)
     if (alignment <= 16)
         return malloc(size);
     sh_heap *h = atomic_load_explicit(&the_heap, memory_order_relaxed); /* see the_heap */
-    if (SH_LIKELY(h != NULL && sh_tls_last.heap == h)) {
+    if (SH_LIKELY(h != NULL && sh_embed_bound(h))) {
         void *p = sh_alloc_aligned(h, size, alignment);
         if (!p)
             errno = ENOMEM;
@@ -234,7 +229,7 @@ SHIM_API void *calloc(size_t n, size_t size)
     void *p = malloc(bytes);
     /* large objects are fresh mappings, already zero, unless one kept for
      * reuse served it (large.c) */
-    if (p && (bytes <= SH_MAX_SMALL || sh_meta_owns(p) || sh_large_last_reused))
+    if (p && (bytes <= SH_MAX_SMALL || sh_meta_owns(p) || sh_embed_large_reused()))
         memset(p, 0, bytes);
     return p;
 }
@@ -260,7 +255,7 @@ SH_NOINLINE static void free_slow(void *p)
 SHIM_API void free(void *p)
 {
     sh_heap *h = atomic_load_explicit(&the_heap, memory_order_relaxed); /* see the_heap */
-    if (SH_LIKELY(h != NULL && sh_tls_last.heap == h && in_arena(h, p))) {
+    if (SH_LIKELY(h != NULL && sh_embed_bound(h) && sh_embed_in_arena(h, p))) {
         sh_free(h, p);
         return;
     }

@@ -12,7 +12,6 @@
  * metadata only on rare events (heap creation, a thread's first use, large
  * table growth), never on the allocation fast path.
  */
-#define SH_META_NO_REDIRECT
 #include "meta.h"
 
 #include <errno.h>
@@ -21,7 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "internal.h"
+#include "embed.h"
 
 #define META_RESERVE ((size_t)1 << 30)  /* 1 GiB of address space */
 #define GRANULE_SHIFT 16u                /* 64 KiB */

@@ -3,18 +3,18 @@
  *
  * In libspanheap-malloc.so the core cannot take its metadata (the heap
  * struct, the LAB table, LABs, the large-object table, per-thread lookup
- * tables) from malloc: malloc is the shim itself. The Makefile compiles the
- * core sources with `-include malloc/meta.h`, which maps the core's calls of
- * malloc/calloc/realloc/free/aligned_alloc to sh_meta_* below. The shim also
- * serves from here what libc asks for while the shim is busy in the core or
- * initialising (recursion), so free() recognises these blocks by address.
+ * tables) from malloc: malloc is the shim itself. meta.c defines the core's
+ * metadata functions (sh_meta_alloc, sh_meta_calloc, sh_meta_realloc,
+ * sh_meta_free; declared in src/internal.h) and is linked in place of the
+ * core's src/metadata.c. The shim also serves from here what libc asks for
+ * while the shim is busy in the core or initialising (recursion), so
+ * free() recognises these blocks by address.
  */
 #ifndef SH_META_H
 #define SH_META_H
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdlib.h> /* declare the libc names before the macros below */
 
 void *sh_meta_alloc(size_t size, size_t alignment);
 void *sh_meta_calloc(size_t n, size_t size);
@@ -22,14 +22,6 @@ void *sh_meta_realloc(void *p, size_t size);
 void sh_meta_free(void *p);
 bool sh_meta_owns(const void *p);
 size_t sh_meta_usable(const void *p);
-void sh_meta_fork(int phase); /* SH_FORK_* of internal.h */
-
-#ifndef SH_META_NO_REDIRECT
-#define malloc(n) sh_meta_alloc((n), 16)
-#define calloc(n, s) sh_meta_calloc((n), (s))
-#define realloc(p, n) sh_meta_realloc((p), (n))
-#define free(p) sh_meta_free(p)
-#define aligned_alloc(a, n) sh_meta_alloc((n), (a))
-#endif
+void sh_meta_fork(int phase); /* SH_FORK_* (embed.h) */
 
 #endif /* SH_META_H */

@@ -41,6 +41,14 @@ int sh_arena_init(sh_arena *a, size_t reserve, int allow_huge_pages)
     size_t tail = map_size - head - size;
     if (tail)
         sh_os_unmap((void *)(base + size), tail);
+    /* span_pool.c keeps an ABA tag in bits 48..63 of span addresses. Linux
+     * maps above 2^47 (x86-64, 5-level paging) or 2^48 (aarch64, 52-bit VA)
+     * only for an mmap hint that high, and we pass none; should it happen,
+     * refuse the heap rather than lose address bits. */
+    if (SH_UNLIKELY(base + size > ((uintptr_t)1 << 48))) {
+        sh_os_unmap((void *)base, size);
+        return SH_E_NOMEM;
+    }
     a->map = (void *)base;
     a->map_size = size;
     a->base = base;

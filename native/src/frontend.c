@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "embed.h" /* declares sh_thread_exited */
 
 sh_span sh_no_span;
 
@@ -65,7 +65,7 @@ static void tls_destructor(void *arg)
         if (sh_heap_is_live(t->v[i].heap, t->v[i].gen))
             lab_release(t->v[i].heap, t->v[i].lab);
     sh_registry_unlock();
-    free(t->v);
+    sh_meta_free(t->v);
     memset(t, 0, sizeof *t);
     memset(&sh_tls_last, 0, sizeof sh_tls_last);
     /* later destructors or libc's own thread cleanup may still allocate or
@@ -97,7 +97,7 @@ sh_lab *sh_lab_new(sh_heap *h)
         atomic_store_explicit(&lab->closed, 0, memory_order_relaxed); /* relaxed: under lock */
         pthread_mutex_unlock(&lab->lock);
     } else if (h->nlabs < SH_MAX_LABS) {
-        lab = aligned_alloc(64, (sizeof(sh_lab) + 63) & ~(size_t)63);
+        lab = sh_meta_alloc(sizeof(sh_lab), 64);
         if (lab) {
             memset(lab, 0, sizeof *lab);
             for (unsigned c = 0; c < SH_NUM_CLASSES; c++)
@@ -150,7 +150,7 @@ SH_NOINLINE sh_lab *sh_lab_get_slow(sh_heap *h)
     sh_registry_unlock();
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 4;
-        sh_tls_entry *v = realloc(t->v, cap * sizeof *v);
+        sh_tls_entry *v = sh_meta_realloc(t->v, cap * sizeof *v);
         if (!v) {
             sh_set_error(SH_E_NOMEM);
             return NULL;
@@ -279,7 +279,7 @@ void sh_labs_destroy(sh_heap *h)
         sh_lab *lab = atomic_load_explicit(&h->labs[i], memory_order_relaxed);
         if (lab) {
             pthread_mutex_destroy(&lab->lock);
-            free(lab);
+            sh_meta_free(lab);
         }
     }
     if (sh_tls_last.heap == h)

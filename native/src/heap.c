@@ -1,6 +1,8 @@
 /*
  * heap.c — the public API (spanheap.h): heap lifetime, allocation and free
- * entry points, pointer validation, batch calls, statistics.
+ * entry points, pointer validation, batch calls, statistics. It calls the
+ * layers below it and no core file calls it (docs/native-core.md,
+ * "Layers").
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,112 +26,22 @@ SH_API int sh_abi_version(void)
     return SH_ABI_VERSION_OVERRIDE;
 }
 
-/* ---- errors ---------------------------------------------------------- */
+/* SH_ABI_STATS_SKEW exists for one build only: the library whose
+ * sh_heap_stats size disagrees with the Java mirror (Makefile,
+ * test-lib-abi), for the loader's layout check. */
+#ifndef SH_ABI_STATS_SKEW
+#define SH_ABI_STATS_SKEW 0
+#endif
 
-static __thread int last_error;
-
-void sh_set_error(int err)
+SH_API uint64_t sh_abi_sizeof(int which)
 {
-    last_error = err;
-}
-
-SH_API int sh_last_error(void)
-{
-    return last_error;
-}
-
-static const char *error_text(int err)
-{
-    switch (err) {
-    case SH_E_INVALID: return "invalid argument";
-    case SH_E_NOMEM: return "out of memory";
-    case SH_E_LIMIT: return "byte limit exceeded";
-    case SH_E_NOT_OWNED: return "pointer not owned by this heap";
-    case SH_E_DOUBLE_FREE: return "double free";
-    case SH_E_INTERIOR: return "interior pointer";
-    default: return "error";
+    switch (which) {
+    case SH_STRUCT_CONFIG: return sizeof(sh_config);
+    case SH_STRUCT_CLASS_INFO: return sizeof(sh_class_info);
+    case SH_STRUCT_LAYOUT: return sizeof(sh_layout);
+    case SH_STRUCT_HEAP_STATS: return sizeof(sh_heap_stats) + SH_ABI_STATS_SKEW;
+    default: return 0;
     }
-}
-
-/* ---- registry of live heaps (TLS entries are checked against it) ------ */
-
-static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
-static sh_heap *registry_head;
-static _Atomic uint64_t next_gen = 1;
-
-void sh_registry_lock(void)
-{
-    pthread_mutex_lock(&registry);
-}
-
-void sh_registry_unlock(void)
-{
-    pthread_mutex_unlock(&registry);
-}
-
-bool sh_heap_is_live(const sh_heap *h, uint64_t gen)
-{
-    for (sh_heap *x = registry_head; x; x = x->reg_next)
-        if (x == h && x->gen == gen)
-            return true;
-    return false;
-}
-
-/* ---- fork --------------------------------------------------------------
- *
- * For pthread_atfork handlers: prepare takes every core lock of every live
- * heap in the core's nesting order; parent releases them; child
- * re-initialises them (the child has one thread; LABs of the parent's other
- * threads stay open in the child and keep their hot spans). */
-
-static void heaps_fork(int phase)
-{
-    for (sh_heap *h = registry_head; h; h = h->reg_next) {
-        sh_labs_fork(h, phase);
-        sh_large_fork(h, phase);
-        sh_arena_fork(&h->arena, phase);
-    }
-}
-
-void sh_fork_prepare(void)
-{
-    pthread_mutex_lock(&registry);
-    heaps_fork(SH_FORK_PREPARE);
-}
-
-void sh_fork_parent(void)
-{
-    heaps_fork(SH_FORK_PARENT);
-    pthread_mutex_unlock(&registry);
-}
-
-void sh_fork_child(void)
-{
-    heaps_fork(SH_FORK_CHILD);
-    pthread_mutex_init(&registry, NULL);
-}
-
-/* ---- byte limit ------------------------------------------------------ */
-
-bool sh_limit_acquire(sh_heap *h, size_t bytes)
-{
-    /* relaxed: a counter with a bound; it orders no other data */
-    if (!h->byte_limit) {
-        atomic_fetch_add_explicit(&h->limited, (int64_t)bytes, memory_order_relaxed);
-        return true;
-    }
-    int64_t cur = atomic_load_explicit(&h->limited, memory_order_relaxed);
-    do {
-        if ((uint64_t)cur + bytes > h->byte_limit)
-            return false;
-    } while (!atomic_compare_exchange_weak_explicit(&h->limited, &cur, cur + (int64_t)bytes,
-                                                    memory_order_relaxed, memory_order_relaxed));
-    return true;
-}
-
-void sh_limit_release(sh_heap *h, size_t bytes)
-{
-    atomic_fetch_sub_explicit(&h->limited, (int64_t)bytes, memory_order_relaxed); /* see above */
 }
 
 /* ---- lifetime ---------------------------------------------------------- */
@@ -151,7 +63,7 @@ static uint64_t random_key(void)
         clock_gettime(CLOCK_MONOTONIC, &ts);
         k = ((uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull) ^ (uint64_t)(uintptr_t)&k;
     }
-    /* top bit set: key ^ address is never 0 (user addresses < 2^47), so
+    /* top bit set: key ^ address is never 0 (user addresses < 2^48), so
      * zeroed memory never looks free-marked */
     return k | ((uint64_t)1 << 63);
 }
@@ -170,13 +82,12 @@ SH_API sh_heap *sh_heap_create(const sh_config *cfg_in)
         sh_set_error(SH_E_INVALID);
         return NULL;
     }
-    sh_heap *h = aligned_alloc(64, (sizeof(sh_heap) + 63) & ~(size_t)63);
+    sh_heap *h = sh_meta_alloc(sizeof(sh_heap), 64);
     if (!h) {
         sh_set_error(SH_E_NOMEM);
         return NULL;
     }
     memset(h, 0, sizeof *h);
-    h->gen = atomic_fetch_add_explicit(&next_gen, 1, memory_order_relaxed); /* unique only */
     h->free_key = random_key();
     h->byte_limit = cfg.byte_limit;
     h->on_error = cfg.on_error;
@@ -188,25 +99,22 @@ SH_API sh_heap *sh_heap_create(const sh_config *cfg_in)
     }
     int rc = sh_arena_init(&h->arena, cfg.reserve_bytes, cfg.allow_huge_pages);
     if (rc != SH_OK) {
-        free(h);
+        sh_meta_free(h);
         sh_set_error(rc);
         return NULL;
     }
     pthread_mutex_init(&h->lab_lock, NULL);
-    h->labs = calloc(SH_MAX_LABS + 1, sizeof *h->labs);
+    h->labs = sh_meta_calloc(SH_MAX_LABS + 1, sizeof *h->labs);
     if (sh_pool_init(h) != SH_OK || sh_large_init(h) != SH_OK || !h->labs) {
         sh_pool_destroy(h);
-        free(h->large.v);
-        free(h->labs);
+        sh_meta_free(h->large.v);
+        sh_meta_free(h->labs);
         sh_arena_destroy(&h->arena);
-        free(h);
+        sh_meta_free(h);
         sh_set_error(SH_E_NOMEM);
         return NULL;
     }
-    sh_registry_lock();
-    h->reg_next = registry_head;
-    registry_head = h;
-    sh_registry_unlock();
+    sh_registry_add(h);
     return h;
 }
 
@@ -216,21 +124,14 @@ SH_API void sh_heap_destroy(sh_heap *h)
         return;
     /* unregister first: an exiting thread's destructor (which holds the
      * registry lock while it releases its LAB) no longer finds the heap */
-    sh_registry_lock();
-    for (sh_heap **pp = &registry_head; *pp; pp = &(*pp)->reg_next) {
-        if (*pp == h) {
-            *pp = h->reg_next;
-            break;
-        }
-    }
-    sh_registry_unlock();
+    sh_registry_remove(h);
     sh_labs_destroy(h);
     sh_large_destroy(h);
     sh_pool_destroy(h);
     sh_arena_destroy(&h->arena);
     pthread_mutex_destroy(&h->lab_lock);
-    free(h->labs);
-    free(h);
+    sh_meta_free(h->labs);
+    sh_meta_free(h);
 }
 
 /* ---- validation ------------------------------------------------------ */
@@ -347,7 +248,8 @@ SH_API void *sh_alloc_aligned(sh_heap *h, size_t size, size_t alignment)
 
 /* The whole free with every check, for what the fast path below does not
  * serve: NULL, large objects, bad pointers (classified exactly, reported
- * if report), and a thread whose LAB cache names another heap. */
+ * if report), and a thread whose LAB cache names another heap. Returns
+ * SH_OK or the (positive) code; sh_free_checked negates it. */
 SH_NOINLINE static int free_slow(sh_heap *h, void *p, bool report)
 {
     if (!p)
@@ -383,7 +285,7 @@ SH_NOINLINE static int free_slow(sh_heap *h, void *p, bool report)
         if (h && h->on_error)
             h->on_error(h, rc, p, h->on_error_ctx);
         else
-            fprintf(stderr, "spanheap: sh_free(%p): %s (ignored)\n", p, error_text(rc));
+            fprintf(stderr, "spanheap: sh_free(%p): %s (ignored)\n", p, sh_error_text(rc));
     }
     return rc;
 }
@@ -438,7 +340,7 @@ static inline __attribute__((always_inline)) int free_impl(sh_heap *h, void *p, 
 
 SH_API int sh_free_checked(sh_heap *h, void *p)
 {
-    return free_impl(h, p, false);
+    return -free_impl(h, p, false); /* negated, as every int-returning call */
 }
 
 SH_API void sh_free(sh_heap *h, void *p)

@@ -1,15 +1,27 @@
 /*
  * internal.h — types shared by the layers of the spanheap native core.
  *
- *   os.c          the calls to the OS for memory (mmap, mprotect, madvise,
- *                 munmap) and the test-only fault injector
- *   arena.c       one reservation per heap, cut into virtual spans
- *   size_class.c  block sizes, payload offsets, real-span sizes
- *   span_pool.c   free spans: per real-span size, per core Treiber stacks
- *   span.c        span header, remote free list, state transitions (anchor)
- *   frontend.c    per-thread local allocation buffers (LABs)
- *   large.c       directly mapped large objects
- *   heap.c        the public API (spanheap.h)
+ * The files, bottom layer first; each calls only files listed before it
+ * (docs/native-core.md, "Layers"):
+ *
+ *   os.c             the calls to the OS for memory (mmap, mprotect,
+ *                    madvise, munmap) and the test-only fault injector
+ *   metadata.c       memory for the core's own structures (libc; the malloc
+ *                    shim links its own instead)
+ *   errors.c         this thread's last error; the error names
+ *   limit.c          the byte limit
+ *   heap_registry.c  live heaps and their generations
+ *   size_class.c     block sizes, payload offsets, real-span sizes
+ *   arena.c          one reservation per heap, cut into virtual spans
+ *   span_pool.c      free spans: per real-span size, per core Treiber stacks
+ *   span.c           span header, remote free list, state transitions
+ *                    (anchor); taking spans from the pool, giving them back
+ *   frontend.c       per-thread local allocation buffers (LABs)
+ *   large.c          directly mapped large objects
+ *   heap.c           the public API (spanheap.h)
+ *   fork.c           fork support for an embedder (embed.h)
+ *
+ * embed.h declares what an embedder such as the malloc shim uses.
  *
  * See docs/native-core.md for the design and its reasons.
  */
@@ -345,36 +357,53 @@ struct sh_heap {
     struct sh_heap *reg_next;     /* registry of live heaps                 */
 };
 
-/* heap.c */
-void sh_set_error(int err);
+/* ---- services at the bottom: metadata.c, errors.c, limit.c,
+ * heap_registry.c. Every layer may call these; they call nothing of the
+ * core. */
+
+/* metadata.c: memory for the core's own structures, never for blocks.
+ * Every such allocation of the core goes through these (an embedder that
+ * is malloc links its own definitions, see metadata.c); alignment is a
+ * power of two, the rest as malloc/calloc/realloc/free. */
+void *sh_meta_alloc(size_t size, size_t alignment);
+void *sh_meta_calloc(size_t n, size_t size);
+void *sh_meta_realloc(void *p, size_t size);
+void sh_meta_free(void *p);
+
+/* errors.c */
+void sh_set_error(int err);          /* this thread's sh_last_error()      */
+const char *sh_error_text(int code); /* "double free"; code or -code       */
+
+/* limit.c: false if bytes more would exceed the heap's byte limit */
 bool sh_limit_acquire(sh_heap *h, size_t bytes);
 void sh_limit_release(sh_heap *h, size_t bytes);
-bool sh_heap_is_live(const sh_heap *h, uint64_t gen); /* registry lock held */
+
+/* heap_registry.c */
+void sh_registry_add(sh_heap *h);    /* gives h its generation            */
+void sh_registry_remove(sh_heap *h);
 void sh_registry_lock(void);
 void sh_registry_unlock(void);
+bool sh_heap_is_live(const sh_heap *h, uint64_t gen); /* registry lock held */
+sh_heap *sh_registry_first(void);    /* then ->reg_next; lock held         */
+void sh_registry_reinit(void);       /* fork child                         */
 
-/* fork support (pthread_atfork handlers of an embedder such as the malloc
- * shim): prepare takes every lock of every live heap, in the order the
- * core nests them (registry, LAB list, LABs by index, large table, arena
- * commit); parent releases them; child re-initialises them. */
+/* fork support, per layer that owns locks (phases: SH_FORK_*, embed.h);
+ * fork.c drives them in the core's nesting order */
 enum { SH_FORK_PREPARE, SH_FORK_PARENT, SH_FORK_CHILD };
-void sh_fork_prepare(void);
-void sh_fork_parent(void);
-void sh_fork_child(void);
 void sh_labs_fork(sh_heap *h, int phase);
 void sh_large_fork(sh_heap *h, int phase);
 void sh_arena_fork(sh_arena *a, int phase);
 
-/* span_pool.c */
+/* span_pool.c: free spans only */
 int sh_pool_init(sh_heap *h);
 void sh_pool_destroy(sh_heap *h);
-void sh_pool_push(sh_heap *h, unsigned real_idx, unsigned core, sh_span *s);
-sh_span *sh_span_acquire(sh_heap *h, sh_lab *lab, unsigned cls);
-void sh_span_release(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls);
-void sh_lab_drop_spares(sh_heap *h, sh_lab *lab);
+sh_span *sh_pool_take(sh_heap *h, unsigned real_idx, unsigned core);
+void sh_pool_put(sh_heap *h, unsigned real_idx, unsigned core, sh_span *s);
 size_t sh_pool_trim(sh_heap *h);
 
-/* span.c */
+/* span.c: spans in use, and their way in and out of the pool */
+sh_span *sh_span_acquire(sh_heap *h, sh_lab *lab, unsigned cls);
+void sh_lab_drop_spares(sh_heap *h, sh_lab *lab);
 void sh_span_init(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls);
 void sh_span_free_chain(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls, void *first,
                         void *last, uint32_t k);
@@ -403,7 +432,6 @@ static inline bool sh_lab_cached(const sh_heap *h)
 sh_lab *sh_lab_get_slow(sh_heap *h);
 sh_lab *sh_lab_find(sh_heap *h); /* this thread's LAB of h if it has one */
 sh_lab *sh_lab_new(sh_heap *h);  /* a LAB bound to no thread (lab_lock) */
-bool sh_thread_exited(void);     /* this thread's TLS destructor has run */
 void *sh_lab_alloc_slow(sh_heap *h, sh_lab *lab, unsigned cls, bool mark);
 void sh_labs_destroy(sh_heap *h);
 

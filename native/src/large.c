@@ -25,7 +25,7 @@ int sh_large_init(sh_heap *h)
 {
     pthread_mutex_init(&h->large.lock, NULL);
     h->large.cap = 64;
-    h->large.v = calloc(h->large.cap, sizeof(sh_large_entry));
+    h->large.v = sh_meta_calloc(h->large.cap, sizeof(sh_large_entry));
     return h->large.v ? SH_OK : SH_E_NOMEM;
 }
 
@@ -40,7 +40,7 @@ void sh_large_destroy(sh_heap *h)
     for (size_t i = 0; i < SH_LARGE_CACHE; i++)
         if (t->cache[i].ptr)
             sh_os_unmap((void *)t->cache[i].ptr, t->cache[i].size);
-    free(t->v);
+    sh_meta_free(t->v);
     t->v = NULL;
     pthread_mutex_destroy(&t->lock);
 }
@@ -89,13 +89,13 @@ static bool insert(sh_large_table *t, uintptr_t p, size_t size) /* lock held */
         size_t cap = 64;
         while (cap < (t->used + 1) * 4)
             cap *= 2;
-        sh_large_entry *v = calloc(cap, sizeof *v);
+        sh_large_entry *v = sh_meta_calloc(cap, sizeof *v);
         if (!v)
             return false;
         for (size_t i = 0; i < t->cap; i++)
             if (t->v[i].ptr > TOMB)
                 put(v, cap, t->v[i].ptr, t->v[i].size);
-        free(t->v);
+        sh_meta_free(t->v);
         t->v = v;
         t->cap = cap;
         t->tomb = 0;

@@ -88,14 +88,14 @@ SH_API int sh_class_count(void)
 
 SH_API int sh_class_of(size_t size)
 {
-    return size <= SH_MAX_SMALL ? (int)sh_size_to_class_calc(size) : -1;
+    return size <= SH_MAX_SMALL ? (int)sh_size_to_class_calc(size) : -SH_E_INVALID;
 }
 
 SH_API int sh_class_get(int idx, sh_class_info *out)
 {
     sh_size_classes_init();
     if (idx < 0 || idx >= SH_NUM_CLASSES || out == NULL)
-        return SH_E_INVALID;
+        return -SH_E_INVALID; /* negated, as every int-returning call */
     const sh_class_desc *d = &sh_classes[idx];
     out->block_size = d->block_size;
     out->payload_offset = d->payload_offset;

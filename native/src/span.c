@@ -35,6 +35,10 @@
  * Anchor count: for a HOT span the blocks in the shared list; otherwise all
  * free blocks (listed + never bumped), so "empty" is count == block_count.
  *
+ * Layering: span.c calls down into span_pool.c (free spans), arena.c (new
+ * spans), limit.c and errors.c; nothing below calls back up. The reusable
+ * sets it keeps are fields of sh_lab (internal.h), not frontend.c's code.
+ *
  * Memory orders: pushes use release so the taker (acquire) sees the link
  * written into the block and the user's last writes before the free; state
  * changes that hand the span (its header fields and lists) to another
@@ -126,6 +130,83 @@ void sh_span_init(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls)
     stat_move(NULL, &h->n_hot);
 }
 
+/* ---- taking spans and giving them back ---------------------------------
+ *
+ * Where a span comes from and where an empty one goes: the LAB's spare
+ * slot, the span pool, the arena. Byte-limit accounting goes with it: a
+ * span counts against the limit from sh_span_acquire to sh_span_release. */
+
+/* Takes a span for class cls (counted against the byte limit) and makes it
+ * the HOT span of lab: the LAB's spare span of that real size, else one
+ * from the pool (own stripe, other stripes, other sizes), else a new one
+ * from the arena. NULL with sh_last_error set on failure. */
+sh_span *sh_span_acquire(sh_heap *h, sh_lab *lab, unsigned cls)
+{
+    const sh_class_desc *c = &sh_classes[cls];
+    if (!sh_limit_acquire(h, c->real_span_size)) {
+        sh_set_error(SH_E_LIMIT);
+        return NULL;
+    }
+    sh_span *s = NULL;
+    if (c->real_idx < SH_SPARE_REAL && lab->spare[c->real_idx]) {
+        s = lab->spare[c->real_idx];
+        lab->spare[c->real_idx] = NULL;
+        atomic_fetch_sub_explicit(&h->n_free, 1, AO_RELAXED); /* stats */
+    } else {
+        s = sh_pool_take(h, c->real_idx, lab->core);
+    }
+    if (!s) {
+        s = sh_arena_carve(&h->arena);
+        if (!s) {
+            sh_limit_release(h, c->real_span_size);
+            sh_set_error(SH_E_NOMEM);
+            return NULL;
+        }
+    }
+    sh_span_init(h, lab, s, cls);
+    return s;
+}
+
+/* Returns an empty span (state EMPTYING, exclusively ours) to the pool, or
+ * keeps it as the spare of the emptying thread's LAB (me, may be NULL) for
+ * its real size: a thread that empties spans and needs one again at once
+ * (threadtest's rounds) then skips the pool, and for 64 and 256 KiB spans
+ * also the madvise and the page faults after it. A spare is free in every
+ * other respect (magic, anchor, byte limit, statistics). */
+static void span_release(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls)
+{
+    const sh_class_desc *c = &sh_classes[cls];
+    /* relaxed: a stale reader only uses it to classify a bad pointer */
+    atomic_store_explicit(&s->magic, SH_FREE_SPAN_MAGIC, AO_RELAXED);
+    /* relaxed: we own the span (EMPTYING); the pool push releases it */
+    atomic_store_explicit(&s->anchor, sh_a_make(SH_ST_FREE, 0, 0, 0), AO_RELAXED);
+    atomic_fetch_sub_explicit(&h->class_spans[cls], 1, AO_RELAXED); /* stats */
+    sh_limit_release(h, c->real_span_size);
+    if (me && me->defer && c->real_idx < SH_SPARE_REAL && !me->spare[c->real_idx]) {
+        me->spare[c->real_idx] = s;
+        atomic_fetch_add_explicit(&h->n_free, 1, AO_RELAXED); /* stats only */
+        return;
+    }
+    sh_pool_put(h, c->real_idx, me ? me->core : 0, s);
+}
+
+/* The LAB's spare spans go to the pool (madvised as usual): at thread exit,
+ * and when its thread trims the heap. */
+void sh_lab_drop_spares(sh_heap *h, sh_lab *lab)
+{
+    for (unsigned r = 0; r < SH_SPARE_REAL; r++) {
+        sh_span *s = lab->spare[r];
+        if (!s)
+            continue;
+        lab->spare[r] = NULL;
+        /* relaxed: stats only; sh_pool_put counts it again */
+        atomic_fetch_sub_explicit(&h->n_free, 1, AO_RELAXED);
+        sh_pool_put(h, r, lab->core, s);
+    }
+}
+
+/* ---- state transitions ----------------------------------------------- */
+
 /* The whole span is free and we won EMPTYING: unlink it (if it sits in a
  * reusable set) and give it to the pool. */
 static void span_emptied(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls, uint64_t old)
@@ -142,7 +223,7 @@ static void span_emptied(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls, uint6
     } else {
         stat_move(&h->n_hot, NULL);
     }
-    sh_span_release(h, me, s, cls);
+    span_release(h, me, s, cls);
 }
 
 /* FLOATING -> REUSABLE with the target LAB's lock held across the CAS, so

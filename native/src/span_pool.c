@@ -3,7 +3,8 @@
  * lock-free Treiber stacks whose links live inside the free spans' headers.
  *
  * ABA protection: the stack head is a tagged pointer. Spans are 2 MiB
- * aligned user-space addresses (< 2^47), so the top 16 bits are free for a
+ * aligned user-space addresses (< 2^47 on x86-64, < 2^48 on aarch64;
+ * sh_arena_init refuses anything higher), so the top 16 bits are free for a
  * counter that every successful push and pop increments:
  *
  *     63          48 47                                   0
@@ -24,8 +25,13 @@
  * pool (scalloc); smaller ones stay resident for fast reuse. If the OS
  * refuses the madvise, the span enters the pool resident, counted as such.
  *
- * Search order in sh_span_acquire: own stripe of the class's real-span
- * size, the other stripes of that size, other real-span sizes, the arena.
+ * Search order of sh_pool_take: the caller's stripe of the wanted real-span
+ * size, the other stripes of that size, then the other real-span sizes.
+ *
+ * The pool keeps free spans and nothing else: what a span is (state, class,
+ * byte limit, the LAB spare slot) is span.c's, which takes spans from here
+ * and gives them back. This file calls only os.c (and metadata.c for its
+ * stack array).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +52,7 @@ int sh_pool_init(sh_heap *h)
         n = 64;
     h->ncores = (unsigned)n;
     size_t bytes = sizeof(sh_pool_stack) * SH_NUM_REAL * h->ncores;
-    h->pool = aligned_alloc(64, bytes);
+    h->pool = sh_meta_alloc(bytes, 64);
     if (!h->pool)
         return SH_E_NOMEM;
     memset(h->pool, 0, bytes);
@@ -57,7 +63,7 @@ int sh_pool_init(sh_heap *h)
 
 void sh_pool_destroy(sh_heap *h)
 {
-    free(h->pool);
+    sh_meta_free(h->pool);
     h->pool = NULL;
 }
 
@@ -96,13 +102,9 @@ static sh_span *stack_pop(sh_pool_stack *st)
     return s;
 }
 
-void sh_pool_push(sh_heap *h, unsigned real_idx, unsigned core, sh_span *s)
-{
-    stack_push(&h->pool[real_idx * h->ncores + core % h->ncores], s);
-    atomic_fetch_add_explicit(&h->n_free, 1, memory_order_relaxed); /* stats only */
-}
-
-static sh_span *pool_pop(sh_heap *h, unsigned real_idx, unsigned core)
+/* A free span of real size real_idx (preferably from stripe core), or NULL
+ * if the pool has none of any size. */
+sh_span *sh_pool_take(sh_heap *h, unsigned real_idx, unsigned core)
 {
     for (unsigned r = 0; r < SH_NUM_REAL; r++) {
         unsigned ri = r == 0 ? real_idx : (r <= real_idx ? r - 1 : r);
@@ -122,8 +124,8 @@ static sh_span *pool_pop(sh_heap *h, unsigned real_idx, unsigned core)
  * the pool keeps it resident: up to SH_POOL_KEEP bytes of such spans per
  * heap stay as they are, so a program that frees and reallocates a working
  * set of big-block spans (threadtest with 4 KiB blocks) does not pay a
- * madvise and a page fault per page each time. sh_span_init takes a kept
- * span's bytes off the budget when it leaves the pool. */
+ * madvise and a page fault per page each time. sh_span_init (span.c) takes
+ * a kept span's bytes off the budget when it leaves the pool. */
 static void span_advise(sh_heap *h, sh_span *s)
 {
     if (s->touched < SH_MADVISE_THRESHOLD)
@@ -147,59 +149,14 @@ static void span_advise(sh_heap *h, sh_span *s)
     s->touched = SH_PAGE;
 }
 
-/* Takes a span for class cls (counted against the byte limit) and makes it
- * the HOT span of lab: the LAB's spare span of that real size, else one
- * from the pool, else a new one from the arena. NULL with sh_last_error set
- * on failure. */
-sh_span *sh_span_acquire(sh_heap *h, sh_lab *lab, unsigned cls)
+/* Puts a free span (magic and anchor already FREE, nobody else holds it)
+ * into stripe core of its real size, madvised first unless the keep budget
+ * holds it. */
+void sh_pool_put(sh_heap *h, unsigned real_idx, unsigned core, sh_span *s)
 {
-    const sh_class_desc *c = &sh_classes[cls];
-    if (!sh_limit_acquire(h, c->real_span_size)) {
-        sh_set_error(SH_E_LIMIT);
-        return NULL;
-    }
-    sh_span *s = NULL;
-    if (c->real_idx < SH_SPARE_REAL && lab->spare[c->real_idx]) {
-        s = lab->spare[c->real_idx];
-        lab->spare[c->real_idx] = NULL;
-        atomic_fetch_sub_explicit(&h->n_free, 1, memory_order_relaxed); /* stats */
-    } else {
-        s = pool_pop(h, c->real_idx, lab->core);
-    }
-    if (!s) {
-        s = sh_arena_carve(&h->arena);
-        if (!s) {
-            sh_limit_release(h, c->real_span_size);
-            sh_set_error(SH_E_NOMEM);
-            return NULL;
-        }
-    }
-    sh_span_init(h, lab, s, cls);
-    return s;
-}
-
-/* Returns an empty span (state EMPTYING, exclusively ours) to the pool, or
- * keeps it as the spare of the emptying thread's LAB (me, may be NULL) for
- * its real size: a thread that empties spans and needs one again at once
- * (threadtest's rounds) then skips the pool, and for 64 and 256 KiB spans
- * also the madvise and the page faults after it. A spare is free in every
- * other respect (magic, anchor, byte limit, statistics). */
-void sh_span_release(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls)
-{
-    const sh_class_desc *c = &sh_classes[cls];
-    /* relaxed: a stale reader only uses it to classify a bad pointer */
-    atomic_store_explicit(&s->magic, SH_FREE_SPAN_MAGIC, memory_order_relaxed);
-    /* relaxed: we own the span (EMPTYING); the pool push releases it */
-    atomic_store_explicit(&s->anchor, sh_a_make(SH_ST_FREE, 0, 0, 0), memory_order_relaxed);
-    atomic_fetch_sub_explicit(&h->class_spans[cls], 1, memory_order_relaxed); /* stats */
-    sh_limit_release(h, c->real_span_size);
-    if (me && me->defer && c->real_idx < SH_SPARE_REAL && !me->spare[c->real_idx]) {
-        me->spare[c->real_idx] = s;
-        atomic_fetch_add_explicit(&h->n_free, 1, memory_order_relaxed); /* stats only */
-        return;
-    }
     span_advise(h, s);
-    sh_pool_push(h, c->real_idx, me ? me->core : 0, s);
+    stack_push(&h->pool[real_idx * h->ncores + core % h->ncores], s);
+    atomic_fetch_add_explicit(&h->n_free, 1, memory_order_relaxed); /* stats only */
 }
 
 /* Gives back all but the header page of every pooled span that holds more:
@@ -242,18 +199,4 @@ size_t sh_pool_trim(sh_heap *h)
         }
     }
     return released;
-}
-
-/* Thread exit: the LAB's spare spans go to the pool (madvised as usual). */
-void sh_lab_drop_spares(sh_heap *h, sh_lab *lab)
-{
-    for (unsigned r = 0; r < SH_SPARE_REAL; r++) {
-        sh_span *s = lab->spare[r];
-        if (!s)
-            continue;
-        lab->spare[r] = NULL;
-        span_advise(h, s);
-        /* n_free already counts it */
-        stack_push(&h->pool[r * h->ncores + lab->core % h->ncores], s);
-    }
 }

@@ -8,11 +8,18 @@
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "spanheap.h"
 #include "test_util.h"
+
+/* Lower bound of the default reservation: 1 TiB, 64 GiB under TSan, less in
+ * the qemu-user run (native/Makefile, test-aarch64, says why). */
+#ifndef SH_TEST_MIN_RESERVE
+#define SH_TEST_MIN_RESERVE ((size_t)64 << 30)
+#endif
 
 static int last_cb_error;
 static void *last_cb_ptr;
@@ -47,6 +54,29 @@ static uint64_t word1(const void *p)
 static void test_abi_version(void)
 {
     CHECK_EQ(sh_abi_version(), SH_ABI_VERSION);
+    CHECK_EQ(sh_abi_sizeof(SH_STRUCT_CONFIG), sizeof(sh_config));
+    CHECK_EQ(sh_abi_sizeof(SH_STRUCT_CLASS_INFO), sizeof(sh_class_info));
+    CHECK_EQ(sh_abi_sizeof(SH_STRUCT_LAYOUT), sizeof(sh_layout));
+    CHECK_EQ(sh_abi_sizeof(SH_STRUCT_HEAP_STATS), sizeof(sh_heap_stats));
+    CHECK_EQ(sh_abi_sizeof(0), 0);
+    CHECK_EQ(sh_abi_sizeof(SH_STRUCT_HEAP_STATS + 1), 0);
+}
+
+/* One name per code, the same for the code and its negation (the form an
+ * int-returning call gives back). */
+static void test_error_names(void)
+{
+    static const char *const names[] = {"SH_OK", "SH_E_INVALID", "SH_E_NOMEM", "SH_E_LIMIT",
+                                        "SH_E_NOT_OWNED", "SH_E_DOUBLE_FREE", "SH_E_INTERIOR"};
+    for (int c = SH_OK; c <= SH_E_INTERIOR; c++) {
+        CHECK(strcmp(sh_error_name(c), names[c]) == 0);
+        CHECK(strcmp(sh_error_name(-c), names[c]) == 0);
+    }
+    CHECK(strcmp(sh_error_name(SH_E_INTERIOR + 1), "SH_E_UNKNOWN") == 0);
+    CHECK(strcmp(sh_error_name(INT_MIN), "SH_E_UNKNOWN") == 0);
+    /* the sign rule: a failing int-returning call gives the negated code */
+    sh_class_info ci;
+    CHECK(strcmp(sh_error_name(sh_class_get(-1, &ci)), "SH_E_INVALID") == 0);
 }
 
 static void test_classes(void)
@@ -54,13 +84,13 @@ static void test_classes(void)
     int n = sh_class_count();
     CHECK(n > 0 && n <= SH_MAX_CLASSES);
     sh_class_info ci, prev = {0};
-    CHECK_EQ(sh_class_get(-1, &ci), SH_E_INVALID);
-    CHECK_EQ(sh_class_get(n, &ci), SH_E_INVALID);
+    CHECK_EQ(sh_class_get(-1, &ci), -SH_E_INVALID);
+    CHECK_EQ(sh_class_get(n, &ci), -SH_E_INVALID);
     CHECK_EQ(sh_class_of(0), 0);
     CHECK_EQ(sh_class_of(16), 0);
     CHECK_EQ(sh_class_of(17), 1);
     CHECK_EQ(sh_class_of((size_t)1 << 20), n - 1);
-    CHECK_EQ(sh_class_of(((size_t)1 << 20) + 1), -1);
+    CHECK_EQ(sh_class_of(((size_t)1 << 20) + 1), -SH_E_INVALID);
     for (int c = 0; c < n; c++) {
         REQUIRE(sh_class_get(c, &ci) == SH_OK);
         CHECK(ci.block_size % 16 == 0);
@@ -86,7 +116,7 @@ static void test_alloc_free_every_class(void)
     sh_layout L;
     sh_heap_layout(h, &L);
     CHECK(L.arena_base % L.span_size == 0);
-    CHECK(L.arena_size >= ((uint64_t)64 << 30));
+    CHECK(L.arena_size >= (uint64_t)SH_TEST_MIN_RESERVE);
     CHECK_EQ(L.max_small_size, 1 << 20);
     CHECK(L.free_key != 0);
     int n = sh_class_count();
@@ -175,21 +205,21 @@ static void test_bad_frees(void)
     sh_heap_layout(h, &L);
 
     CHECK_EQ(sh_free_checked(h, NULL), SH_OK);
-    CHECK_EQ(sh_free_checked(h, &stack_var), SH_E_NOT_OWNED);
+    CHECK_EQ(sh_free_checked(h, &stack_var), -SH_E_NOT_OWNED);
     CHECK_EQ(sh_last_error(), SH_E_NOT_OWNED);
-    CHECK_EQ(sh_free_checked(h, m), SH_E_NOT_OWNED);
-    CHECK_EQ(sh_free_checked(other, p), SH_E_NOT_OWNED);
-    CHECK_EQ(sh_free_checked(h, (char *)p + 16), SH_E_INTERIOR);
-    CHECK_EQ(sh_free_checked(h, (char *)p + 1), SH_E_INTERIOR);
+    CHECK_EQ(sh_free_checked(h, m), -SH_E_NOT_OWNED);
+    CHECK_EQ(sh_free_checked(other, p), -SH_E_NOT_OWNED);
+    CHECK_EQ(sh_free_checked(h, (char *)p + 16), -SH_E_INTERIOR);
+    CHECK_EQ(sh_free_checked(h, (char *)p + 1), -SH_E_INTERIOR);
     uintptr_t span = (uintptr_t)p & ~(uintptr_t)(L.span_size - 1);
-    CHECK_EQ(sh_free_checked(h, (void *)(span + 8)), SH_E_NOT_OWNED);       /* header */
+    CHECK_EQ(sh_free_checked(h, (void *)(span + 8)), -SH_E_NOT_OWNED);       /* header */
     CHECK_EQ(sh_free_checked(h, (void *)(uintptr_t)(L.arena_base + L.arena_size - 64)),
-             SH_E_NOT_OWNED);                                               /* beyond frontier */
-    CHECK_EQ(sh_free_checked(h, (void *)(span + L.span_size - 64)), SH_E_NOT_OWNED); /* past real span */
+             -SH_E_NOT_OWNED);                                              /* beyond frontier */
+    CHECK_EQ(sh_free_checked(h, (void *)(span + L.span_size - 64)), -SH_E_NOT_OWNED); /* past real span */
     /* never handed out: beyond the bump index, or in the chunk the LAB has
      * already moved to its local list (free-marked, so a double free) */
-    CHECK_EQ(sh_free_checked(h, (char *)q + 64 * 200), SH_E_NOT_OWNED);
-    CHECK_EQ(sh_free_checked(h, (char *)q + 64 * 10), SH_E_DOUBLE_FREE);
+    CHECK_EQ(sh_free_checked(h, (char *)q + 64 * 200), -SH_E_NOT_OWNED);
+    CHECK_EQ(sh_free_checked(h, (char *)q + 64 * 10), -SH_E_DOUBLE_FREE);
     /* nothing was modified */
     for (int i = 0; i < 64; i++)
         CHECK_EQ(((unsigned char *)p)[i], 0x5a);
@@ -198,7 +228,7 @@ static void test_bad_frees(void)
     CHECK_EQ(sh_usable_size(h, &stack_var), 0);
 
     CHECK_EQ(sh_free_checked(h, p), SH_OK);
-    CHECK_EQ(sh_free_checked(h, p), SH_E_DOUBLE_FREE);
+    CHECK_EQ(sh_free_checked(h, p), -SH_E_DOUBLE_FREE);
     CHECK_EQ(sh_last_error(), SH_E_DOUBLE_FREE);
     /* sh_free reports through on_error and otherwise ignores */
     cb_calls = 0;
@@ -224,16 +254,16 @@ static void test_bad_frees(void)
     REQUIRE(big != NULL);
     memset(big, 7, (size_t)3 << 20);
     CHECK_EQ(sh_usable_size(h, big), (size_t)3 << 20);
-    CHECK_EQ(sh_free_checked(h, (char *)big + 4096), SH_E_NOT_OWNED);
+    CHECK_EQ(sh_free_checked(h, (char *)big + 4096), -SH_E_NOT_OWNED);
     CHECK_EQ(sh_free_checked(h, big), SH_OK);
     /* kept for reuse: a second free is recognised as a double free */
-    CHECK_EQ(sh_free_checked(h, big), SH_E_DOUBLE_FREE);
+    CHECK_EQ(sh_free_checked(h, big), -SH_E_DOUBLE_FREE);
     CHECK_EQ(sh_usable_size(h, big), 0);
     /* over SH_LARGE_CACHE_ONE: unmapped at once, nothing remembers it */
     void *huge = sh_alloc(h, (size_t)40 << 20);
     REQUIRE(huge != NULL);
     CHECK_EQ(sh_free_checked(h, huge), SH_OK);
-    CHECK_EQ(sh_free_checked(h, huge), SH_E_NOT_OWNED);
+    CHECK_EQ(sh_free_checked(h, huge), -SH_E_NOT_OWNED);
 
     /* a freed large mapping is kept and serves the next request that fits
      * (at most 1/4 larger); it counts as committed, not as live */
@@ -253,7 +283,7 @@ static void test_bad_frees(void)
     CHECK(smaller != bigger);
     CHECK_EQ(sh_free_checked(h, smaller), SH_OK);
     CHECK_EQ(sh_free_checked(h, again), SH_OK);
-    CHECK_EQ(sh_free_checked(h, again), SH_E_DOUBLE_FREE);
+    CHECK_EQ(sh_free_checked(h, again), -SH_E_DOUBLE_FREE);
 
     /* a span returned to the pool: its old block is reported, not touched */
     sh_class_info ci;
@@ -344,7 +374,7 @@ static void test_batch(void)
     for (int i = 0; i < N; i++) {
         CHECK_EQ(word1(v[i]), L.free_key ^ (uint64_t)(uintptr_t)v[i]); /* cached free */
         CHECK_EQ(sh_usable_size(h, v[i]), 0);
-        CHECK_EQ(sh_free_checked(h, v[i]), SH_E_DOUBLE_FREE);
+        CHECK_EQ(sh_free_checked(h, v[i]), -SH_E_DOUBLE_FREE);
     }
     sh_heap_stats st;
     sh_stats(h, &st);
@@ -447,7 +477,7 @@ static void test_heaps_and_lifetime(void)
 {
     sh_config bad;
     sh_config_init(&bad);
-    CHECK(bad.reserve_bytes >= ((size_t)64 << 30)); /* 1 TiB; 64 GiB under TSan */
+    CHECK(bad.reserve_bytes >= SH_TEST_MIN_RESERVE);
     bad.reuse_threshold_pct = 101;
     CHECK(sh_heap_create(&bad) == NULL);
     CHECK_EQ(sh_last_error(), SH_E_INVALID);
@@ -465,7 +495,7 @@ static void test_heaps_and_lifetime(void)
             REQUIRE(p[i]);
         }
         for (int i = 0; i < 4; i++) {
-            CHECK_EQ(sh_free_checked(hs[(i + 1) % 4], p[i]), SH_E_NOT_OWNED);
+            CHECK_EQ(sh_free_checked(hs[(i + 1) % 4], p[i]), -SH_E_NOT_OWNED);
             CHECK_EQ(sh_usable_size(hs[i], p[i]), 32 + 16 * i);
         }
         /* destroy with live blocks: everything is unmapped */
@@ -652,6 +682,7 @@ static void test_trim(void)
 int main(void)
 {
     test_abi_version();
+    test_error_names();
     test_classes();
     test_alloc_free_every_class();
     test_aligned();

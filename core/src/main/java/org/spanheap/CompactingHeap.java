@@ -111,7 +111,7 @@ public final class CompactingHeap implements AutoCloseable {
      * @return the handle of the new object
      * @throws IllegalArgumentException if {@code size} is negative or larger than {@link #MAX_OBJECT_SIZE}
      * @throws IllegalStateException if the heap is closed
-     * @throws OutOfMemoryError if no page or mapping can be had
+     * @throws SpanHeapOutOfMemoryError if the OS or the span heap refuses the memory of a page or mapping
      */
     public long allocate(long size) {
         checkSize(size);
@@ -132,7 +132,7 @@ public final class CompactingHeap implements AutoCloseable {
      * @return the handle of the new object
      * @throws IllegalArgumentException if {@code size} is negative or larger than {@link #MAX_OBJECT_SIZE}
      * @throws IllegalStateException if the heap is closed
-     * @throws OutOfMemoryError if no page or mapping can be had
+     * @throws SpanHeapOutOfMemoryError if the OS or the span heap refuses the memory of a page or mapping
      * @throws RuntimeException whatever {@code initializer} throws; then no object is allocated
      */
     public long allocate(long size, Consumer<? super MemorySegment> initializer) {
@@ -151,7 +151,7 @@ public final class CompactingHeap implements AutoCloseable {
      * @throws IllegalArgumentException if {@code contents} is larger than {@link #MAX_OBJECT_SIZE}
      * @throws IllegalStateException if the heap is closed, or {@code contents}'s scope is not alive
      * @throws WrongThreadException if {@code contents} is confined to another thread
-     * @throws OutOfMemoryError if no page or mapping can be had
+     * @throws SpanHeapOutOfMemoryError if the OS or the span heap refuses the memory of a page or mapping
      */
     public long allocateFrom(MemorySegment contents) {
         long size = contents.byteSize();

@@ -49,8 +49,9 @@ import javax.management.ObjectName;
  *
  * <h2>Engines</h2>
  * What is said above is the {@linkplain Engine#NATIVE native engine}, the native core
- * bundled for x86-64 Linux. Where it cannot be loaded (another OS or architecture, a C
- * runtime it does not link with, a temporary directory mounted {@code noexec}), heaps use
+ * bundled for Linux on x86-64 and aarch64. Where it cannot be loaded (another OS or
+ * architecture, a C runtime it does not link with, a temporary directory mounted
+ * {@code noexec}), heaps use
  * the {@linkplain Engine#MALLOC malloc engine}: the same API, exceptions and byte limit, over
  * the C runtime's {@code malloc} through FFM, without thread caches or span pool. The
  * system property {@code spanheap.engine} ({@code native}, {@code malloc} or {@code auto},
@@ -85,7 +86,7 @@ public final class SpanHeap implements AutoCloseable {
     public enum Engine {
         /**
          * The native core: virtual spans, a lock-free span pool and Java thread caches
-         * (x86-64 Linux, the library bundled in the jar).
+         * (Linux on x86-64 or aarch64, the libraries bundled in the jar).
          */
         NATIVE,
         /**
@@ -118,7 +119,8 @@ public final class SpanHeap implements AutoCloseable {
      *
      * @throws SpanHeapOutOfMemoryError if the address space cannot be reserved
      * @throws UnsatisfiedLinkError if {@code -Dspanheap.engine=native} asks for the native
-     *         engine and its library cannot be loaded (not x86-64 Linux, or the library is missing)
+     *         engine and its library cannot be loaded (not Linux on x86-64 or aarch64, or the
+     *         library is missing)
      * @throws IllegalArgumentException if the system property {@code spanheap.engine} is not
      *         {@code native}, {@code malloc} or {@code auto}
      */

@@ -12,7 +12,7 @@
  *     of a heap's memory use.</li>
  * </ul>
  *
- * <p>The library needs x86-64 Linux and JDK 22 or newer, and native access for the code
+ * <p>The library needs Linux on x86-64 or aarch64 and JDK 22 or newer, and native access for the code
  * that loads it: {@code --enable-native-access=ALL-UNNAMED} on the class path, or
  * {@code --enable-native-access=org.spanheap} on the module path. Packages under
  * {@code org.spanheap.internal} are implementation details, not API: they may change in

@@ -10,7 +10,7 @@ import java.lang.foreign.MemorySegment;
  * them, the checked free, stats, trim, and a lifetime with references.
  *
  * <p>Two engines implement it: {@link SpanHeapImpl} over the native span allocator (thread
- * caches, span pool; x86-64 Linux with the native library), and {@link MallocEngine} over
+ * caches, span pool; Linux on x86-64 or aarch64 with the native library), and {@link MallocEngine} over
  * the C runtime's {@code malloc} through FFM, which runs wherever the JDK's linker does.
  * {@link EngineChoice} picks one per heap. Both give the same exceptions, with the same
  * messages, for the same misuse (docs/misuse.md).

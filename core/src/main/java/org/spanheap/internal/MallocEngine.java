@@ -58,6 +58,11 @@ public final class MallocEngine implements HeapEngine {
 
     private static final AtomicLong HEAPS = new AtomicLong();
 
+    static { // slow-path classes, initialized before a deep caller can poison them (see SpanHeapImpl)
+        SpanHeapImpl.initializeNow(SystemMalloc.class, ByteLimitRefusalEvent.class, MemoryReleaseEvent.class,
+                SpanHeapOutOfMemoryError.class, HeapErrors.class, OwnScopes.class, Zeroing.class);
+    }
+
     private final long byteLimit;
     private final boolean global;
     private final Arena lifetime;
@@ -130,7 +135,13 @@ public final class MallocEngine implements HeapEngine {
             throw new IllegalStateException("malloc returned 0x" + Long.toHexString(address)
                     + ", not aligned to " + alignment);
         }
-        live.put(address, charge);
+        try {
+            live.put(address, charge);
+        } catch (Throwable t) {                    // e.g. StackOverflowError in the map: give the block back
+            SystemMalloc.free(address);
+            charged.addAndGet(-charge);
+            throw t;
+        }
         if (charge > LARGE_ABOVE) {
             largeBytes.addAndGet(charge);
             largeCount.incrementAndGet();

@@ -2,7 +2,6 @@ package org.spanheap.internal;
 
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
-import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 
@@ -62,6 +61,8 @@ public final class NativeHeap {
             FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG), CRITICAL);
     private static final MethodHandle SH_LAST_ERROR = handle("sh_last_error",
             FunctionDescriptor.of(JAVA_INT), CRITICAL);
+    private static final MethodHandle SH_ERROR_NAME = handle("sh_error_name",
+            FunctionDescriptor.of(ADDRESS, JAVA_INT), CRITICAL);
     private static final MethodHandle SH_CLASS_COUNT = handle("sh_class_count",
             FunctionDescriptor.of(JAVA_INT));
     private static final MethodHandle SH_CLASS_OF = handle("sh_class_of",
@@ -78,20 +79,6 @@ public final class NativeHeap {
             FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
     private static final MethodHandle SH_TRIM = handle("sh_trim",
             FunctionDescriptor.of(JAVA_LONG, ADDRESS));
-
-    /** {@code sizeof} checks against the C header, done once. */
-    static {
-        check(SpanLayout.SH_CONFIG, 40);
-        check(SpanLayout.SH_LAYOUT, 48);
-        check(SpanLayout.SH_CLASS_INFO, 16);
-        check(SpanLayout.SH_HEAP_STATS, 1136);
-    }
-
-    private static void check(MemoryLayout layout, long size) {
-        if (layout.byteSize() != size) {
-            throw new AssertionError(layout + " is " + layout.byteSize() + " bytes, C says " + size);
-        }
-    }
 
     private static RuntimeException rethrow(Throwable t) {
         if (t instanceof RuntimeException r) {
@@ -181,7 +168,7 @@ public final class NativeHeap {
      *
      * @param heap the heap segment (see the class comment)
      * @param ptr the block's address; 0 is ignored
-     * @return {@link SpanLayout#SH_OK} or one of the {@code SH_E_*} codes
+     * @return {@link SpanLayout#SH_OK}, or a negated {@code SH_E_*} code for a bad pointer
      */
     public static int freeChecked(MemorySegment heap, long ptr) {
         try {
@@ -220,6 +207,23 @@ public final class NativeHeap {
         }
     }
 
+    /**
+     * Calls {@code sh_error_name}: the one table of error names is the library's.
+     *
+     * @param code an {@code SH_E_*} code, or its negation as an int-returning call gives it
+     * @return its name, such as {@code "SH_E_DOUBLE_FREE"}; {@code "SH_E_UNKNOWN"} for a code
+     *         the library does not know
+     */
+    public static String errorName(int code) {
+        try {
+            MemorySegment name = (MemorySegment) SH_ERROR_NAME.invokeExact(code);
+            // a static NUL-terminated string: its length is found by reading it
+            return name.reinterpret(Long.MAX_VALUE).getString(0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     /** {@return the number of size classes, at most {@link SpanLayout#MAX_CLASSES}} */
     public static int classCount() {
         try {
@@ -248,7 +252,7 @@ public final class NativeHeap {
      *
      * @param index the class index
      * @param out receives the {@code sh_class_info}; may be a heap segment
-     * @return {@link SpanLayout#SH_OK}, or {@link SpanLayout#SH_E_INVALID} for a bad index
+     * @return {@link SpanLayout#SH_OK}, or {@code -}{@link SpanLayout#SH_E_INVALID} for a bad index
      */
     public static int classGet(int index, MemorySegment out) {
         try {

@@ -6,6 +6,7 @@ import java.io.OutputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
@@ -16,17 +17,21 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.FileAttribute;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.Set;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * Loads {@code libspanheap.so} once per class loader and exposes its symbols.
  *
- * <p>The library comes from the core jar at {@value #RESOURCE}. It is unpacked into a
+ * <p>The library comes from the core jar at {@link #RESOURCE}, the copy for this JVM's
+ * platform ({@code META-INF/native/linux-x86_64/} or {@code linux-aarch64/}, chosen by
+ * {@code os.arch}). It is unpacked into a
  * fresh directory that only the current user can enter ({@code rwx------}, under a random
  * name) as a file only the current user can read ({@code rw-------}, random name), loaded
  * with {@link SymbolLookup#libraryLookup(Path, Arena)} into the global arena (it is never
@@ -40,18 +45,32 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
  * native development; that file is loaded in place and not deleted.
  *
  * <p>Either way the library must report, through {@code sh_abi_version()}, the ABI
- * version that {@link SpanLayout} mirrors ({@link SpanLayout#ABI_VERSION}); a library of
- * another version is refused before any other call.
+ * version that {@link SpanLayout} mirrors ({@link SpanLayout#ABI_VERSION}), and through
+ * {@code sh_abi_sizeof()} the size of every struct that crosses the boundary as
+ * {@link SpanLayout} lays it out; a library that differs in either is refused, with both
+ * values in the message, before any other call.
  */
 public final class NativeLibrary {
     /** System property naming an external {@code libspanheap.so}. */
     public static final String PATH_PROPERTY = "spanheap.library.path";
     /** System property naming the directory the jar's library is unpacked into. */
     public static final String WORKDIR_PROPERTY = "spanheap.native.workdir";
-    /** Where the core jar carries the library. */
-    public static final String RESOURCE = "/META-INF/native/linux-x86_64/libspanheap.so";
+    /** Where the core jar carries the library for this JVM's platform; null on any other. */
+    public static final String RESOURCE = resource(System.getProperty("os.name", "?"),
+            System.getProperty("os.arch", "?"));
     /** The function that reports the library's ABI version. */
     static final String ABI_SYMBOL = "sh_abi_version";
+    /** The function that reports the size of each struct shared with Java. */
+    static final String SIZEOF_SYMBOL = "sh_abi_sizeof";
+
+    /** A struct shared with C: its {@code SH_STRUCT_*} id and the layout that mirrors it. */
+    private record SharedStruct(int id, MemoryLayout layout) {}
+
+    private static final List<SharedStruct> SHARED_STRUCTS = List.of(
+            new SharedStruct(SpanLayout.SH_STRUCT_CONFIG, SpanLayout.SH_CONFIG),
+            new SharedStruct(SpanLayout.SH_STRUCT_CLASS_INFO, SpanLayout.SH_CLASS_INFO),
+            new SharedStruct(SpanLayout.SH_STRUCT_LAYOUT, SpanLayout.SH_LAYOUT),
+            new SharedStruct(SpanLayout.SH_STRUCT_HEAP_STATS, SpanLayout.SH_HEAP_STATS));
 
     private static final FileAttribute<Set<PosixFilePermission>> OWNER_ONLY_DIRECTORY =
             PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------"));
@@ -59,6 +78,23 @@ public final class NativeLibrary {
             PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"));
 
     private NativeLibrary() {}
+
+    /**
+     * {@return the jar resource of the library for the platform that the system properties
+     * {@code os.name} and {@code os.arch} name, or null if the jar carries none for it}
+     * HotSpot reports x86-64 as {@code amd64} and aarch64 as {@code aarch64}; the other
+     * names are those of other JVMs.
+     */
+    static String resource(String osName, String osArch) {
+        if (!osName.toLowerCase(Locale.ROOT).startsWith("linux")) {
+            return null;
+        }
+        return switch (osArch) {
+            case "amd64", "x86_64" -> "/META-INF/native/linux-x86_64/libspanheap.so";
+            case "aarch64", "arm64" -> "/META-INF/native/linux-aarch64/libspanheap.so";
+            default -> null;
+        };
+    }
 
     private static final class Holder {
         static final SymbolLookup LOOKUP = load(System.getProperty(PATH_PROPERTY),
@@ -68,9 +104,10 @@ public final class NativeLibrary {
     /**
      * {@return the symbols of libspanheap} The first call loads the library.
      *
-     * @throws UnsatisfiedLinkError if the platform is not x86-64 Linux, the jar carries
-     *         no library, the library cannot be unpacked or loaded, or its ABI version
-     *         differs from {@link SpanLayout#ABI_VERSION}
+     * @throws UnsatisfiedLinkError if the platform is not Linux on x86-64 or aarch64, the
+     *         jar carries no library for it, the library cannot be unpacked or loaded, its
+     *         ABI version differs from {@link SpanLayout#ABI_VERSION}, or a shared struct's
+     *         size differs from {@link SpanLayout}'s
      */
     public static SymbolLookup lookup() {
         return Holder.LOOKUP;
@@ -95,7 +132,7 @@ public final class NativeLibrary {
     /**
      * Loads the library: the external file {@code libraryPath} if it is set, else the jar's
      * copy unpacked into {@code workdir} (or {@code java.io.tmpdir}); then checks its ABI
-     * version. {@link #lookup()} calls it once with the system properties and the global
+     * version and struct sizes. {@link #lookup()} calls it once with the system properties and the global
      * arena; tests call it with an arena of their own, so that what they load is unloaded.
      *
      * @param libraryPath the value of {@value #PATH_PROPERTY}, or null
@@ -108,9 +145,8 @@ public final class NativeLibrary {
     static SymbolLookup load(String libraryPath, String workdir, Arena arena, Opener opener) {
         String os = System.getProperty("os.name", "?");
         String arch = System.getProperty("os.arch", "?");
-        if (!os.toLowerCase(Locale.ROOT).startsWith("linux")
-                || !(arch.equals("amd64") || arch.equals("x86_64"))) {
-            throw new UnsatisfiedLinkError("spanheap supports x86-64 Linux only; this JVM runs on "
+        if (resource(os, arch) == null) {
+            throw new UnsatisfiedLinkError("spanheap supports Linux on x86-64 and aarch64 only; this JVM runs on "
                     + os + "/" + arch);
         }
         if (libraryPath != null && !libraryPath.isEmpty()) {
@@ -127,7 +163,7 @@ public final class NativeLibrary {
                 error.initCause(e);
                 throw error;
             }
-            return checkAbiVersion(lookup, path);
+            return checkAbi(lookup, path);
         }
         boolean chosen = workdir != null && !workdir.isEmpty();
         Path dir = Path.of(chosen ? workdir : System.getProperty("java.io.tmpdir")).toAbsolutePath();
@@ -167,7 +203,7 @@ public final class NativeLibrary {
             } catch (UnsatisfiedLinkError e) {
                 throw loadFailure(e, where);
             }
-            return checkAbiVersion(lookup, file);
+            return checkAbi(lookup, file);
         } finally {
             deleteQuietly(file);
             deleteQuietly(privateDir);
@@ -206,12 +242,14 @@ public final class NativeLibrary {
 
     /**
      * {@return {@code lookup}, after checking that its {@code sh_abi_version()} is
-     * {@link SpanLayout#ABI_VERSION}} Runs before any other function of the library.
+     * {@link SpanLayout#ABI_VERSION} and that {@code sh_abi_sizeof()} reports, for every
+     * struct shared with Java, the size of {@link SpanLayout}'s mirror} Runs before any
+     * other function of the library.
      *
-     * @throws UnsatisfiedLinkError naming both versions if they differ, or if the library
-     *         has no {@code sh_abi_version}
+     * @throws UnsatisfiedLinkError naming both values if a version or a size differs, or if
+     *         the library lacks {@code sh_abi_version} or {@code sh_abi_sizeof}
      */
-    static SymbolLookup checkAbiVersion(SymbolLookup lookup, Path file) {
+    static SymbolLookup checkAbi(SymbolLookup lookup, Path file) {
         Optional<MemorySegment> symbol = lookup.find(ABI_SYMBOL);
         if (symbol.isEmpty()) {
             throw new UnsatisfiedLinkError(file + " has no " + ABI_SYMBOL + "(): it is an older native"
@@ -229,7 +267,41 @@ public final class NativeLibrary {
                     + " needs ABI version " + SpanLayout.ABI_VERSION
                     + ": use the libspanheap.so built from the same sources as the jar");
         }
+        checkStructSizes(lookup, file);
         return lookup;
+    }
+
+    /**
+     * Compares {@code sh_abi_sizeof(id)} with the byte size of each mirror in
+     * {@link SpanLayout}: a library built from other headers (a changed struct without an
+     * ABI version bump, another {@code SH_MAX_CLASSES}) would otherwise read and write past
+     * the segments Java allocates for these structs.
+     */
+    private static void checkStructSizes(SymbolLookup lookup, Path file) {
+        Optional<MemorySegment> symbol = lookup.find(SIZEOF_SYMBOL);
+        if (symbol.isEmpty()) {
+            throw new UnsatisfiedLinkError(file + " has no " + SIZEOF_SYMBOL + "(), which ABI version "
+                    + SpanLayout.ABI_VERSION + " includes: it is not a libspanheap.so built from the sources of"
+                    + " this spanheap-core");
+        }
+        MethodHandle sizeOf = Linker.nativeLinker().downcallHandle(symbol.get(),
+                FunctionDescriptor.of(JAVA_LONG, JAVA_INT));
+        for (SharedStruct s : SHARED_STRUCTS) {
+            long inLibrary;
+            try {
+                inLibrary = (long) sizeOf.invokeExact(s.id());
+            } catch (Throwable t) {
+                throw new AssertionError(t);  // a downcall of uint64_t(int) throws nothing checked
+            }
+            long mirror = s.layout().byteSize();
+            if (inLibrary != mirror) {
+                String name = s.layout().name().orElseThrow();
+                throw new UnsatisfiedLinkError(file + " has sizeof(" + name + ") = " + inLibrary
+                        + " bytes, but this spanheap-core lays " + name + " out in " + mirror
+                        + " bytes (ABI version " + SpanLayout.ABI_VERSION + " on both sides)"
+                        + ": use the libspanheap.so built from the same sources as the jar");
+            }
+        }
     }
 
     /**

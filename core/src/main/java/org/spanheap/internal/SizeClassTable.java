@@ -49,7 +49,8 @@ public final class SizeClassTable {
         for (int c = 0; c < n; c++) {
             int rc = NativeHeap.classGet(c, out);
             if (rc != SpanLayout.SH_OK) {
-                throw new IllegalStateException("sh_class_get(" + c + ") returned " + rc);
+                throw new IllegalStateException("sh_class_get(" + c + ") returned " + rc
+                        + " (" + NativeHeap.errorName(rc) + ")");
             }
             int size = out.get(JAVA_INT, SpanLayout.CLASS_BLOCK_SIZE);
             int payload = out.get(JAVA_INT, SpanLayout.CLASS_PAYLOAD_OFFSET);

@@ -66,6 +66,25 @@ public final class SpanHeapImpl implements HeapEngine {
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
+        initializeNow(DeadThreadCacheDrainEvent.class, ByteLimitRefusalEvent.class, MemoryReleaseEvent.class,
+                org.spanheap.SpanHeapOutOfMemoryError.class, HeapErrors.class, OwnScopes.class, Zeroing.class);
+    }
+
+    /**
+     * Initializes classes that only slow paths use, now rather than at their first use. A
+     * class whose initializer fails, for example with a {@link StackOverflowError} of a caller
+     * deep in its stack, stays unusable for the life of the JVM: every later use throws
+     * {@link NoClassDefFoundError}. A dead thread's cache drain, run by whichever thread
+     * allocates next, failed so for good in {@code StackOverflowInCacheTest}.
+     */
+    public static void initializeNow(Class<?>... classes) {
+        for (Class<?> c : classes) {
+            try {
+                Class.forName(c.getName(), true, c.getClassLoader());
+            } catch (ClassNotFoundException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
     }
 
     // ---- read-only after construction (read by every thread on the fast path) ----
@@ -189,7 +208,7 @@ public final class SpanHeapImpl implements HeapEngine {
         }
         if (heap == 0) {
             int code = NativeHeap.lastError();
-            throw new SpanHeapOutOfMemoryError("sh_heap_create failed (" + errorName(code)
+            throw new SpanHeapOutOfMemoryError("sh_heap_create failed (" + NativeHeap.errorName(code)
                     + ") for a reservation of " + reserveBytes + " bytes", code == SpanLayout.SH_E_LIMIT);
         }
         this.heapAddress = heap;
@@ -270,19 +289,6 @@ public final class SpanHeapImpl implements HeapEngine {
         return scope.isAlive() ? e : closed();
     }
 
-    private static String errorName(int code) {
-        return switch (code) {
-            case SpanLayout.SH_OK -> "SH_OK";
-            case SpanLayout.SH_E_INVALID -> "SH_E_INVALID";
-            case SpanLayout.SH_E_NOMEM -> "SH_E_NOMEM";
-            case SpanLayout.SH_E_LIMIT -> "SH_E_LIMIT";
-            case SpanLayout.SH_E_NOT_OWNED -> "SH_E_NOT_OWNED";
-            case SpanLayout.SH_E_DOUBLE_FREE -> "SH_E_DOUBLE_FREE";
-            case SpanLayout.SH_E_INTERIOR -> "SH_E_INTERIOR";
-            default -> "error " + code;
-        };
-    }
-
     /** {@return the exception for a failed allocation; callers throw it} */
     private Throwable allocationFailure(int code, long size, long alignment) {
         if (code == SpanLayout.SH_E_LIMIT) {
@@ -295,7 +301,7 @@ public final class SpanHeapImpl implements HeapEngine {
             case SpanLayout.SH_E_INVALID -> new IllegalArgumentException("size " + size
                     + " with alignment " + alignment + " rejected by the native heap");
             default -> new IllegalStateException("native allocation of " + size + " bytes failed: "
-                    + errorName(code));
+                    + NativeHeap.errorName(code));
         };
     }
 
@@ -685,13 +691,13 @@ public final class SpanHeapImpl implements HeapEngine {
             throw closed();
         }
         int rc = NativeHeap.freeChecked(handle, address);
-        switch (rc) {
+        switch (rc) {  // SH_OK or a negated code, as every int-returning call
             case SpanLayout.SH_OK -> { }
-            case SpanLayout.SH_E_DOUBLE_FREE -> throw doubleFree(address);
-            case SpanLayout.SH_E_INTERIOR -> throw notOwned(address, " (it points inside a block)");
-            case SpanLayout.SH_E_NOT_OWNED -> throw notOwned(address, "");
+            case -SpanLayout.SH_E_DOUBLE_FREE -> throw doubleFree(address);
+            case -SpanLayout.SH_E_INTERIOR -> throw notOwned(address, " (it points inside a block)");
+            case -SpanLayout.SH_E_NOT_OWNED -> throw notOwned(address, "");
             default -> throw new IllegalStateException("sh_free_checked(0x" + Long.toHexString(address)
-                    + ") returned " + errorName(rc));
+                    + ") returned " + rc + " (" + NativeHeap.errorName(rc) + ")");
         }
     }
 
@@ -704,7 +710,7 @@ public final class SpanHeapImpl implements HeapEngine {
         }
         int rc = NativeHeap.freeBatch(handle, MemorySegment.ofArray(blocks).asSlice((long) from * Long.BYTES), n);
         if (rc != SpanLayout.SH_OK) {
-            throw new IllegalStateException("sh_free_batch rejected cached blocks: " + errorName(-rc));
+            throw new IllegalStateException("sh_free_batch rejected cached blocks: " + NativeHeap.errorName(rc));
         }
     }
 

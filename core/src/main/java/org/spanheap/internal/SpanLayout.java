@@ -54,13 +54,16 @@ public final class SpanLayout {
     private SpanLayout() {}
 
     /** {@code SH_ABI_VERSION} this descriptor mirrors. */
-    public static final int ABI_VERSION = 1;
+    public static final int ABI_VERSION = 2;
     /** {@code SH_MAX_CLASSES}. */
     public static final int MAX_CLASSES = 64;
     /** {@code SH_SPAN_MAGIC}: "SPAN". */
     public static final int SPAN_MAGIC = 0x5350414e;
 
     // ---- sh_error ------------------------------------------------------
+    // One sign rule (spanheap.h): an int-returning function gives SH_OK or a count on success
+    // and the negated code, -SH_E_*, on failure; sh_last_error() gives the code itself. The
+    // names come from the library (sh_error_name, NativeHeap.errorName), not from here.
     /** {@code sh_error} {@code SH_OK}: success. */
     public static final int SH_OK = 0;
     /** {@code sh_error} {@code SH_E_INVALID}: a bad argument: size, alignment or class index. */
@@ -75,6 +78,16 @@ public final class SpanLayout {
     public static final int SH_E_DOUBLE_FREE = 5;
     /** {@code sh_error} {@code SH_E_INTERIOR}: the pointer is inside a block, not at its start. */
     public static final int SH_E_INTERIOR = 6;
+
+    // ---- sh_abi_sizeof: the structs NativeLibrary checks at load --------
+    /** {@code SH_STRUCT_CONFIG}: {@code sh_abi_sizeof} of {@code sh_config}. */
+    public static final int SH_STRUCT_CONFIG = 1;
+    /** {@code SH_STRUCT_CLASS_INFO}: {@code sh_abi_sizeof} of {@code sh_class_info}. */
+    public static final int SH_STRUCT_CLASS_INFO = 2;
+    /** {@code SH_STRUCT_LAYOUT}: {@code sh_abi_sizeof} of {@code sh_layout}. */
+    public static final int SH_STRUCT_LAYOUT = 3;
+    /** {@code SH_STRUCT_HEAP_STATS}: {@code sh_abi_sizeof} of {@code sh_heap_stats}. */
+    public static final int SH_STRUCT_HEAP_STATS = 4;
 
     // ---- span header prefix (stable first 8 bytes of a virtual span) ----
     /** The stable first 8 bytes of every virtual span: magic, size class, reserved. */

@@ -27,7 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * {@link NativeLibrary}: where and how the jar's library is unpacked, the message for a
- * {@code noexec} work directory, the ABI version check. Every library these tests load goes
+ * {@code noexec} work directory, the ABI version and struct size checks. Every library these tests load goes
  * into a confined arena of the test and is unloaded when it closes, so the library the rest
  * of the test JVM uses is never touched. A {@code noexec} mount cannot be made in a test
  * run, so that failure is fed in through {@link NativeLibrary.Opener}, with the text the
@@ -192,17 +192,45 @@ class NativeLibraryTest {
     }
 
     @Test
+    void libraryWithAnotherStructSizeIsRefused() {
+        String property = System.getProperty("spanheap.test.layoutMismatchLibrary");
+        assertNotNull(property, "set by core/pom.xml (surefire): native/build/libspanheap-layout-skew.so");
+        Path wrong = Path.of(property);
+        assertTrue(Files.isRegularFile(wrong), wrong + " is built by `make test-lib-abi` (native module)");
+        long mirror = SpanLayout.SH_HEAP_STATS.byteSize();
+        try (Arena arena = Arena.ofConfined()) {
+            // the right ABI version, but sh_abi_sizeof reports sh_heap_stats 8 bytes larger
+            String m = assertThrows(UnsatisfiedLinkError.class,
+                    () -> NativeLibrary.load(wrong.toString(), null, arena, NativeLibrary::open)).getMessage();
+            assertTrue(m.contains(wrong.toAbsolutePath().toString()), m);
+            assertTrue(m.contains("has sizeof(sh_heap_stats) = " + (mirror + 8) + " bytes"), m);
+            assertTrue(m.contains("lays sh_heap_stats out in " + mirror + " bytes"), m);
+        }
+    }
+
+    @Test
+    void libraryWithoutTheSizeFunctionIsRefused() {
+        // the version function of the real library, nothing else
+        SymbolLookup real = NativeLibrary.lookup();
+        SymbolLookup versionOnly = name -> name.equals("sh_abi_version") ? real.find(name) : Optional.empty();
+        Path file = Path.of("libspanheap-partial.so");
+        String m = assertThrows(UnsatisfiedLinkError.class, () -> NativeLibrary.checkAbi(versionOnly, file))
+                .getMessage();
+        assertTrue(m.startsWith(file + " has no sh_abi_sizeof()"), m);
+    }
+
+    @Test
     void theMatchingLibraryPassesTheCheck() {
         // The library every other test uses passed the same check when it was loaded.
         SymbolLookup real = NativeLibrary.lookup();
-        assertEquals(real, NativeLibrary.checkAbiVersion(real, Path.of("libspanheap.so")));
+        assertEquals(real, NativeLibrary.checkAbi(real, Path.of("libspanheap.so")));
     }
 
     @Test
     void libraryWithoutTheVersionFunctionIsRefused() {
         SymbolLookup old = name -> Optional.empty();
         Path file = Path.of("libspanheap-old.so");
-        String m = assertThrows(UnsatisfiedLinkError.class, () -> NativeLibrary.checkAbiVersion(old, file))
+        String m = assertThrows(UnsatisfiedLinkError.class, () -> NativeLibrary.checkAbi(old, file))
                 .getMessage();
         assertTrue(m.startsWith(file + " has no sh_abi_version()"), m);
         assertTrue(m.contains("needs ABI version " + SpanLayout.ABI_VERSION), m);

@@ -46,7 +46,7 @@ final class RawHeap {
         return NativeHeap.alloc(handle, size);
     }
 
-    /** {@return SH_OK or an sh_error code} */
+    /** {@return SH_OK or a negated sh_error code} */
     int free(long address) {
         return NativeHeap.freeChecked(handle, address);
     }

@@ -9,6 +9,7 @@ import org.spanheap.CompactingHeapStats;
 import org.spanheap.StaleHandleException;
 import org.spanheap.internal.HeapEngine;
 import org.spanheap.internal.MemoryReleaseEvent;
+import org.spanheap.internal.SpanHeapImpl;
 import org.spanheap.internal.Zeroing;
 
 /**
@@ -53,6 +54,11 @@ import org.spanheap.internal.Zeroing;
  * another object.
  */
 public final class CompactFitHeap {
+
+    static { // slow-path classes, initialized before a deep caller can poison them (see SpanHeapImpl)
+        SpanHeapImpl.initializeNow(CompactionRoundEvent.class, EpochChangeEvent.class, MemoryReleaseEvent.class,
+                StaleHandleException.class);
+    }
 
     /** Compactor falls this many batches behind: freeing threads run a round themselves. */
     private static final int HELP_FACTOR = 8;

@@ -34,7 +34,8 @@ final class LargeMappings {
 
     /**
      * Returns the address of a mapping of exactly {@code OsMemory.mappedSize(size)}
-     * bytes made from the cache (dirty: not zeroed), or 0 if the cache is empty.
+     * bytes made from the cache (dirty: not zeroed), or 0 if the cache is empty
+     * or the OS refused to grow the mapping chosen.
      * Best fit; the unused tail of a larger mapping is unmapped; if none is
      * large enough, the largest grows (only its new tail will fault in).
      */
@@ -55,7 +56,11 @@ final class LargeMappings {
         int pick = best >= 0 ? best : largest;
         long address = addresses[pick], have = sizes[pick];
         if (have < need) {
-            address = OsMemory.grow(address, have, need); // on failure the cache keeps it unchanged
+            try {
+                address = OsMemory.grow(address, have, need);
+            } catch (OutOfMemoryError refused) {
+                return 0; // the cache keeps it unchanged; the caller maps afresh (which may succeed)
+            }
         }
         count--;
         System.arraycopy(addresses, pick + 1, addresses, pick, count - pick); // keeps the age order

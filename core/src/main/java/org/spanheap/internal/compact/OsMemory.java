@@ -7,7 +7,9 @@ import java.lang.foreign.ValueLayout;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 import java.util.Locale;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
+import org.spanheap.SpanHeapOutOfMemoryError;
 import org.spanheap.internal.SystemMalloc;
 import org.spanheap.internal.Zeroing;
 
@@ -72,6 +74,45 @@ final class OsMemory {
         }
     }
 
+    /** The calls a test can make fail ({@link #failCalls}). */
+    enum Call { MAP, GROW }
+
+    /**
+     * Test hook, as the native core's {@code sh_debug_fail_os_call}: per call kind, how many
+     * calls still succeed before the refused ones, and how many are refused. Read once per
+     * system call (volatile), so it costs nothing beside the call itself.
+     */
+    private static final AtomicIntegerArray SKIP = new AtomicIntegerArray(Call.values().length);
+    private static final AtomicIntegerArray REFUSE = new AtomicIntegerArray(Call.values().length);
+
+    /**
+     * Makes the {@code nth} next call of kind {@code call} (1 is the next one) and the
+     * {@code count - 1} after it fail as if the OS refused them; {@code count} 0 disarms.
+     * For tests (the compacting heap's fault-injection tests): not API.
+     */
+    static void failCalls(Call call, int nth, int count) {
+        REFUSE.set(call.ordinal(), 0);
+        SKIP.set(call.ordinal(), Math.max(nth - 1, 0));
+        REFUSE.set(call.ordinal(), Math.max(count, 0));
+    }
+
+    /** {@return how many calls of kind {@code call} the armed hook will still refuse} */
+    static int refusalsLeft(Call call) {
+        return REFUSE.get(call.ordinal());
+    }
+
+    /** Whether a test wants this call refused (see {@link #failCalls}). */
+    private static boolean refused(Call call) {
+        int k = call.ordinal();
+        if (REFUSE.get(k) == 0) {
+            return false;
+        }
+        if (SKIP.getAndUpdate(k, n -> Math.max(n - 1, 0)) > 0) {
+            return false;
+        }
+        return REFUSE.getAndUpdate(k, n -> Math.max(n - 1, 0)) > 0;
+    }
+
     /** Bytes mapped by {@link #map} and not yet unmapped, over all heaps: what leak tests compare. */
     static final AtomicLong MAPPED = new AtomicLong();
 
@@ -86,27 +127,27 @@ final class OsMemory {
     /**
      * Maps {@code mappedSize(size)} zeroed bytes and returns their address.
      *
-     * @throws OutOfMemoryError if the OS refuses
+     * @throws SpanHeapOutOfMemoryError if the OS refuses
      */
     static long map(long size) {
         long bytes = mappedSize(size);
         long p;
         if (!MAPS) {
-            p = SystemMalloc.allocate(bytes, OS_PAGE);
+            p = refused(Call.MAP) ? 0 : SystemMalloc.allocate(bytes, OS_PAGE);
             if (p == 0) {
-                throw new OutOfMemoryError("malloc of " + bytes + " bytes failed");
+                throw new SpanHeapOutOfMemoryError("the C runtime refused a block of " + bytes + " bytes (malloc)", false);
             }
             Zeroing.zero(RAW.asSlice(p, bytes));
             MAPPED.addAndGet(bytes);
             return p;
         }
         try {
-            p = (long) MMAP.invokeExact(0L, bytes, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS, -1, 0L);
+            p = refused(Call.MAP) ? -1L : (long) MMAP.invokeExact(0L, bytes, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS, -1, 0L);
         } catch (Throwable t) {
             throw new AssertionError(t);
         }
         if (p == -1L || p == 0L) {
-            throw new OutOfMemoryError("mmap of " + bytes + " bytes failed");
+            throw new SpanHeapOutOfMemoryError("the OS refused a mapping of " + bytes + " bytes (mmap)", false);
         }
         MAPPED.addAndGet(bytes);
         return p;
@@ -136,7 +177,7 @@ final class OsMemory {
      * it must (the kernel moves the page tables: the pages already touched
      * stay resident, only the new tail faults in). Returns its address.
      *
-     * @throws OutOfMemoryError if the OS refuses (the old mapping is unchanged)
+     * @throws SpanHeapOutOfMemoryError if the OS refuses (the old mapping is unchanged)
      */
     static long grow(long address, long oldSize, long newSize) {
         if (!MAPS) {
@@ -145,12 +186,12 @@ final class OsMemory {
         long from = mappedSize(oldSize), to = mappedSize(newSize);
         long p;
         try {
-            p = (long) MREMAP.invokeExact(address, from, to, MREMAP_MAYMOVE);
+            p = refused(Call.GROW) ? -1L : (long) MREMAP.invokeExact(address, from, to, MREMAP_MAYMOVE);
         } catch (Throwable t) {
             throw new AssertionError(t);
         }
         if (p == -1L) {
-            throw new OutOfMemoryError("mremap to " + to + " bytes failed");
+            throw new SpanHeapOutOfMemoryError("the OS refused to grow a mapping to " + to + " bytes (mremap)", false);
         }
         MAPPED.addAndGet(to - from);
         return p;
