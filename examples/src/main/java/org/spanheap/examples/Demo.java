@@ -33,44 +33,63 @@ public final class Demo {
      * @throws IOException if the help text cannot be printed
      */
     public static void main(String[] args) throws InterruptedException, IOException {
-        OptionParser p = new OptionParser();
-        OptionSpec<Double> seconds = p.accepts("seconds", "seconds per run").withRequiredArg().ofType(Double.class)
-                .defaultsTo(12.0);
-        OptionSpec<Integer> threads = p.accepts("threads", "worker threads").withRequiredArg().ofType(Integer.class)
-                .defaultsTo(2);
-        OptionSpec<Long> capacity = p.accepts("capacity-mib", "the cache's capacity in MiB").withRequiredArg()
-                .ofType(Long.class).defaultsTo(64L);
-        OptionSpec<Integer> keys = p.accepts("keys", "distinct keys per phase").withRequiredArg()
+        OptionParser p = new OptionParser(false); // GNU style, --name value; no abbreviations
+        OptionSpec<Double> secondsOpt = p.accepts("seconds", "seconds per run").withRequiredArg().describedAs("S")
+                .ofType(Double.class).defaultsTo(12.0);
+        OptionSpec<Integer> threadsOpt = p.accepts("threads", "worker threads").withRequiredArg().describedAs("N")
+                .ofType(Integer.class).defaultsTo(2);
+        OptionSpec<Long> capacityOpt = p.accepts("capacity-mib", "the cache's capacity").withRequiredArg()
+                .describedAs("MIB").ofType(Long.class).defaultsTo(64L);
+        OptionSpec<Integer> keysOpt = p.accepts("keys", "distinct keys per phase").withRequiredArg().describedAs("N")
                 .ofType(Integer.class).defaultsTo(100_000);
-        OptionSpec<Double> phase = p.accepts("phase-seconds", "length of a value-size phase").withRequiredArg()
-                .ofType(Double.class).defaultsTo(3.0);
-        p.accepts("help", "this text").forHelp();
-        OptionSet o;
+        OptionSpec<Double> phaseOpt = p.accepts("phase-seconds", "length of a value-size phase").withRequiredArg()
+                .describedAs("S").ofType(Double.class).defaultsTo(3.0);
+        OptionSpec<Void> helpOpt = p.accepts("help", "print this text and exit").forHelp();
+        CacheWorkload w;
+        long capacityMib;
         try {
-            o = p.parse(args);
+            OptionSet o = p.parse(args);
+            if (o.has(helpOpt)) {
+                System.out.println("usage: Demo [options]");
+                System.out.println("An OffHeapCache under a service's load while value sizes shift: one run as it"
+                        + " comes, one with compaction off.");
+                System.out.println();
+                p.printHelpOn(System.out);
+                return;
+            }
+            if (!o.nonOptionArguments().isEmpty()) {
+                throw usageError("unexpected argument: " + o.nonOptionArguments().getFirst());
+            }
+            // Values convert here, so inside the try.
+            w = new CacheWorkload(o.valueOf(secondsOpt), o.valueOf(threadsOpt), o.valueOf(keysOpt),
+                    o.valueOf(phaseOpt));
+            capacityMib = o.valueOf(capacityOpt);
         } catch (OptionException e) {
-            System.err.println(e.getMessage() + " (--help lists the flags)");
-            System.exit(2);
-            return;
+            throw usageError(e.getMessage());
         }
-        if (o.has("help")) {
-            p.printHelpOn(System.out);
-            return;
+        if (!(w.seconds() > 0 && w.phaseSeconds() > 0)) {
+            throw usageError("--seconds and --phase-seconds must be positive: " + w.seconds() + ", "
+                    + w.phaseSeconds());
         }
-        CacheWorkload w = new CacheWorkload(o.valueOf(seconds), o.valueOf(threads), o.valueOf(keys),
-                o.valueOf(phase));
-        long bytes = o.valueOf(capacity) << 20;
+        if (w.threads() <= 0 || w.keys() <= 0) {
+            throw usageError("--threads and --keys must be positive: " + w.threads() + ", " + w.keys());
+        }
+        if (capacityMib <= 0 || capacityMib >= 1L << 30) {
+            throw usageError("--capacity-mib must be 1 to 2^30 - 1: " + capacityMib);
+        }
+        long bytes = capacityMib << 20;
         System.out.printf(Locale.ROOT, "spanheap demo: an OffHeapCache<Long, byte[]> of %d MiB on Java %s; %d threads;"
                         + " %d keys (Zipf 0.9) per phase; values of 100 B..1 KiB and 4..16 KiB in turns of %.0f s,"
                         + " 0.1%% of 64 KiB..1 MiB; 95%% reads (a miss loads the value), 5%% writes; %.0f s per run%n",
                 bytes >> 20, Runtime.version(), w.threads(), w.keys(), w.phaseSeconds(), w.seconds());
         // Warm-up, not reported: the JIT compiles the paths and its own memory grows here, not in a run.
         CacheWorkload warmUp = new CacheWorkload(Math.min(3, w.seconds()), w.threads(), w.keys(), w.phaseSeconds());
+        System.out.printf(Locale.ROOT, "  warming up for %.1f s (not reported), then two runs of %.0f s: compacting,"
+                + " compaction off%n", warmUp.seconds(), w.seconds());
         try (OffHeapCache<Long, byte[]> cache = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
                 .capacity(bytes).build()) {
             warmUp.run("warm-up", cache, new java.io.PrintStream(java.io.OutputStream.nullOutputStream()));
         }
-        System.out.println("  (warmed up for " + warmUp.seconds() + " s)");
         List<CacheWorkload.Result> results = new ArrayList<>();
         try (OffHeapCache<Long, byte[]> cache = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
                 .capacity(bytes).build()) {
@@ -99,5 +118,12 @@ public final class Demo {
         if (results.stream().anyMatch(r -> r.errors() != 0)) {
             System.exit(1);
         }
+    }
+
+    /** Prints {@code message} as a usage error and exits with 2; never returns normally. */
+    private static IllegalArgumentException usageError(String message) {
+        System.err.println("Demo: " + message + " (--help lists the options)");
+        System.exit(2);
+        return new IllegalArgumentException(message);
     }
 }

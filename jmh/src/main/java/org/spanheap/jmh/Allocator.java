@@ -1,8 +1,10 @@
 package org.spanheap.jmh;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.function.Supplier;
+import joptsimple.NonOptionArgumentSpec;
 
 /**
  * The allocators measured side by side: spanheap and what a user would pick instead. Used as a
@@ -125,14 +127,24 @@ public enum Allocator {
      * those are checked. The reasons for the others go to standard error.
      */
     public static void main(String[] args) {
+        CommandLine cli = new CommandLine(Allocator.class, "Prints the allocators that open on this machine,"
+                + " comma-separated (all, or those named); the reasons for the others go to standard error.");
+        NonOptionArgumentSpec<String> namesSpec = cli.arguments("allocator names, each or comma-separated: "
+                + Arrays.toString(values()));
+        List<String> names = cli.parse(args).valuesOf(namesSpec);
         List<Allocator> candidates = new ArrayList<>();
-        if (args.length == 0) {
+        if (names.isEmpty()) {
             candidates.addAll(List.of(values()));
         } else {
-            for (String arg : args) {
+            for (String arg : names) {
                 for (String name : arg.split(",")) {
                     if (!name.isBlank()) {
-                        candidates.add(valueOf(name.strip()));
+                        try {
+                            candidates.add(valueOf(name.strip()));
+                        } catch (IllegalArgumentException e) {
+                            throw cli.fail("unknown allocator: " + name.strip() + " (one of "
+                                    + Arrays.toString(values()) + ")");
+                        }
                     }
                 }
             }

@@ -11,7 +11,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 
-import joptsimple.OptionParser;
 import joptsimple.OptionSet;
 import joptsimple.OptionSpec;
 import org.openjdk.jmh.annotations.AuxCounters;
@@ -190,29 +189,34 @@ public class CacheBenchmark {
      * @throws Exception if a thread fails
      */
     public static void main(String[] args) throws Exception {
-        OptionParser p = new OptionParser();
-        OptionSpec<CachePeer.Kind> peerOpt = p.accepts("peer").withRequiredArg().ofType(CachePeer.Kind.class)
-                .required();
-        OptionSpec<Integer> secondsOpt = p.accepts("seconds").withRequiredArg().ofType(Integer.class)
-                .defaultsTo(30);
-        OptionSpec<Integer> threadsOpt = p.accepts("threads").withRequiredArg().ofType(Integer.class)
-                .defaultsTo(2);
-        OptionSpec<Integer> phaseOpt = p.accepts("phase-seconds").withRequiredArg().ofType(Integer.class)
-                .defaultsTo(5);
-        OptionSpec<Long> capOpt = p.accepts("capacity-mib").withRequiredArg().ofType(Long.class).defaultsTo(64L);
-        p.accepts("verbose", "print the RSS and the peer's own figures every 250 ms");
-        p.accepts("help").forHelp();
-        OptionSet o = p.parse(args);
-        if (o.has("help")) {
-            p.printHelpOn(System.out);
-            return;
-        }
+        CommandLine cli = new CommandLine(CacheBenchmark.class, "Memory mode of CacheBenchmark: one cache peer"
+                + " under the benchmark's load while value sizes shift; prints its resident memory and throughput.");
+        OptionSpec<CachePeer.Kind> peerOpt = cli.parser().accepts("peer", "the cache: "
+                + Arrays.toString(CachePeer.Kind.values())).withRequiredArg().describedAs("KIND")
+                .ofType(CachePeer.Kind.class).required();
+        OptionSpec<Integer> secondsOpt = cli.parser().accepts("seconds", "how long the load runs").withRequiredArg()
+                .describedAs("S").ofType(Integer.class).defaultsTo(30);
+        OptionSpec<Integer> threadsOpt = cli.parser().accepts("threads", "threads doing the operation")
+                .withRequiredArg().describedAs("N").ofType(Integer.class).defaultsTo(2);
+        OptionSpec<Integer> phaseOpt = cli.parser().accepts("phase-seconds", "length of a value-size phase")
+                .withRequiredArg().describedAs("S").ofType(Integer.class).defaultsTo(5);
+        OptionSpec<Long> capOpt = cli.parser().accepts("capacity-mib", "the cache's capacity").withRequiredArg()
+                .describedAs("MIB").ofType(Long.class).defaultsTo(64L);
+        OptionSpec<Void> verboseOpt = cli.parser().accepts("verbose",
+                "print the RSS and the peer's own figures every 250 ms");
+        OptionSet o = cli.parse(args);
         CachePeer.Kind kind = o.valueOf(peerOpt);
-        boolean verbose = o.has("verbose");
-        long capacity = o.valueOf(capOpt) << 20;
+        boolean verbose = o.has(verboseOpt);
         int seconds = o.valueOf(secondsOpt);
         int threads = o.valueOf(threadsOpt);
-        long phaseNanos = TimeUnit.SECONDS.toNanos(o.valueOf(phaseOpt));
+        int phaseSeconds = o.valueOf(phaseOpt);
+        long capacityMib = o.valueOf(capOpt);
+        cli.check(seconds > 0, "--seconds must be positive: " + seconds);
+        cli.check(threads > 0, "--threads must be positive: " + threads);
+        cli.check(phaseSeconds > 0, "--phase-seconds must be positive: " + phaseSeconds);
+        cli.check(capacityMib > 0 && capacityMib < 1L << 20, "--capacity-mib must be 1 to 1048575: " + capacityMib);
+        long capacity = capacityMib << 20;
+        long phaseNanos = TimeUnit.SECONDS.toNanos(phaseSeconds);
 
         int keys = 100_000;
         int[] sample = ZipfSample.of(keys, 0.9);

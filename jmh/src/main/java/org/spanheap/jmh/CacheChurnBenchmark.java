@@ -15,8 +15,6 @@ import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
 
-import joptsimple.OptionException;
-import joptsimple.OptionParser;
 import joptsimple.OptionSet;
 import joptsimple.OptionSpec;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -585,43 +583,25 @@ public class CacheChurnBenchmark {
      * {@code --threads}, {@code --keys}, {@code --help}.
      */
     public static void main(String[] args) throws Exception {
-        OptionParser parser = new OptionParser();
-        OptionSpec<Store> storeOption = parser.accepts("store", "the store: COMPACTING, SPANHEAP, MALLOC_FFM,"
+        CommandLine cli = new CommandLine(CacheChurnBenchmark.class,
+                "Memory mode of CacheChurnBenchmark: the cache churn on one store, sampled every 250 ms.");
+        OptionSpec<Store> storeOption = cli.parser().accepts("store", "the store: COMPACTING, SPANHEAP, MALLOC_FFM,"
                 + " JEMALLOC_FFM, MIMALLOC_FFM").withRequiredArg().describedAs("STORE").ofType(Store.class)
                 .defaultsTo(Store.COMPACTING);
-        OptionSpec<Double> secondsOption = parser.accepts("seconds", "how long the churn runs")
+        OptionSpec<Double> secondsOption = cli.parser().accepts("seconds", "how long the churn runs")
                 .withRequiredArg().describedAs("S").ofType(Double.class).defaultsTo(10.0);
-        OptionSpec<Integer> threadsOption = parser.accepts("threads", "churning threads")
+        OptionSpec<Integer> threadsOption = cli.parser().accepts("threads", "churning threads")
                 .withRequiredArg().describedAs("N").ofType(Integer.class).defaultsTo(2);
-        OptionSpec<Integer> keysOption = parser.accepts("keys", "entries of the index")
+        OptionSpec<Integer> keysOption = cli.parser().accepts("keys", "entries of the index")
                 .withRequiredArg().describedAs("N").ofType(Integer.class).defaultsTo(16384);
-        OptionSpec<Void> helpOption = parser.accepts("help", "this text").forHelp();
-        Store store;
-        double seconds;
-        int threads;
-        int keys;
-        try {
-            OptionSet options = parser.parse(args);
-            if (options.has(helpOption)) {
-                System.out.println("Memory mode of CacheChurnBenchmark: the cache churn on one store, sampled"
-                        + " every 250 ms.");
-                parser.printHelpOn(System.out);
-                return;
-            }
-            store = options.valueOf(storeOption); // values convert here, so inside the try
-            seconds = options.valueOf(secondsOption);
-            threads = options.valueOf(threadsOption);
-            keys = options.valueOf(keysOption);
-        } catch (OptionException e) {
-            System.err.println(e.getMessage());
-            parser.printHelpOn(System.err);
-            System.exit(2);
-            return;
-        }
-        if (seconds <= 0 || threads <= 0 || keys <= 0) {
-            System.err.println("--seconds, --threads and --keys must be positive");
-            System.exit(2);
-        }
+        OptionSet options = cli.parse(args);
+        Store store = options.valueOf(storeOption);
+        double seconds = options.valueOf(secondsOption);
+        int threads = options.valueOf(threadsOption);
+        int keys = options.valueOf(keysOption);
+        cli.check(seconds > 0, "--seconds must be positive: " + seconds);
+        cli.check(threads > 0, "--threads must be positive: " + threads);
+        cli.check(keys > 0, "--keys must be positive: " + keys);
         try {
             store.open().close(); // fails early, before the run's header, where a library does not load
         } catch (UnsupportedOperationException | LinkageError e) {

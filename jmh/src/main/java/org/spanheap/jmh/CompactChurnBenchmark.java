@@ -5,6 +5,7 @@ import java.lang.foreign.ValueLayout;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 
+import joptsimple.OptionSpec;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -109,9 +110,14 @@ public class CompactChurnBenchmark {
         }
     }
 
-    /** One run without JMH; argument: MiB to fill (default 1024). */
+    /** One run without JMH, three heaps one after the other; {@code --fill-mib N} (default 1024), {@code --help}. */
     public static void main(String[] args) {
-        long mib = args.length > 0 ? Long.parseLong(args[0]) : 1024;
+        CommandLine cli = new CommandLine(CompactChurnBenchmark.class, "The churn once per heap (no compaction,"
+                + " kappa 2, mapped pages) without JMH: fill, free 75%, compact(), with times and memory.");
+        OptionSpec<Long> fillOpt = cli.parser().accepts("fill-mib", "bytes to allocate in the fill phase")
+                .withRequiredArg().describedAs("MIB").ofType(Long.class).defaultsTo(1024L);
+        long mib = cli.parse(args).valueOf(fillOpt);
+        cli.check(mib > 0 && mib < 1L << 20, "--fill-mib must be 1 to 1048575: " + mib);
         long bytes = mib << 20;
         System.out.printf("RSS at start %d MiB%n", rssBytes() >> 20);
         for (int run = 0; run < 3; run++) {

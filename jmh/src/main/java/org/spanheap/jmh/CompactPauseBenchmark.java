@@ -100,15 +100,18 @@ public final class CompactPauseBenchmark {
     }
 
     public static void main(String[] args) throws Exception {
-        OptionParser parser = new OptionParser();
-        OptionSpec<String> threadsOpt = parser.accepts("threads", "platform threads alive, comma-separated")
-                .withRequiredArg().defaultsTo("2,16,64,256");
+        CommandLine cli = new CommandLine(CompactPauseBenchmark.class, "Mutator latency, compaction rounds and"
+                + " epoch closes of a compacting heap under churn, one configuration per --threads value.");
+        OptionParser parser = cli.parser();
+        OptionSpec<Integer> threadsOpt = parser.accepts("threads", "platform threads alive, comma-separated")
+                .withRequiredArg().describedAs("N,N,...").ofType(Integer.class).withValuesSeparatedBy(',')
+                .defaultsTo(2, 16, 64, 256);
         OptionSpec<Integer> secondsOpt = parser.accepts("seconds", "seconds per configuration").withRequiredArg()
-                .ofType(Integer.class).defaultsTo(10);
+                .describedAs("S").ofType(Integer.class).defaultsTo(10);
         OptionSpec<Integer> mutatorsOpt = parser.accepts("mutators", "threads running the churn").withRequiredArg()
-                .ofType(Integer.class).defaultsTo(2);
+                .describedAs("N").ofType(Integer.class).defaultsTo(2);
         OptionSpec<Integer> keysOpt = parser.accepts("keys", "values in the index").withRequiredArg()
-                .ofType(Integer.class).defaultsTo(16384);
+                .describedAs("N").ofType(Integer.class).defaultsTo(16384);
         OptionSpec<Integer> kappaOpt = parser.accepts("kappa", "kappa of the heap (0: infinite)").withRequiredArg()
                 .ofType(Integer.class).defaultsTo(2);
         OptionSpec<Integer> iotaOpt = parser.accepts("iota-kib", "iota of the heap, KiB").withRequiredArg()
@@ -119,13 +122,32 @@ public final class CompactPauseBenchmark {
                 .withRequiredArg().ofType(Integer.class).defaultsTo(250);
         OptionSpec<Integer> intervalOpt = parser.accepts("interval-ms", "the heap's compaction interval, ms")
                 .withRequiredArg().ofType(Integer.class).defaultsTo(100);
-        parser.accepts("verbose", "print the heap's memory figures every second");
-        parser.accepts("mapped-pages", "pages mapped one by one instead of the default page source");
-        parser.accepts("help").forHelp();
-        OptionSet o = parser.parse(args);
-        if (o.has("help")) {
-            parser.printHelpOn(System.out);
-            return;
+        OptionSpec<Void> verboseOpt = parser.accepts("verbose", "print the heap's memory figures every second");
+        OptionSpec<Void> mappedOpt = parser.accepts("mapped-pages",
+                "pages mapped one by one instead of the default page source");
+        OptionSet o = cli.parse(args);
+        for (int t : o.valuesOf(threadsOpt)) {
+            cli.check(t >= 0, "--threads must not be negative: " + t);
+        }
+        cli.check(o.valueOf(secondsOpt) > 0, "--seconds must be positive: " + o.valueOf(secondsOpt));
+        cli.check(o.valueOf(mutatorsOpt) > 0, "--mutators must be positive: " + o.valueOf(mutatorsOpt));
+        cli.check(o.valueOf(keysOpt) > 0, "--keys must be positive: " + o.valueOf(keysOpt));
+        cli.check(o.valueOf(kappaOpt) >= 0, "--kappa must not be negative: " + o.valueOf(kappaOpt));
+        cli.check(o.valueOf(compactOpt) >= 0, "--compact-ms must not be negative: " + o.valueOf(compactOpt));
+        verbose = o.has(verboseOpt);
+        compactMillis = o.valueOf(compactOpt);
+        int kappa = o.valueOf(kappaOpt);
+        CompactingHeap.Builder builder;
+        try { // the builder checks the heap's settings and names the bad one
+            builder = CompactingHeap.builder()
+                    .kappa(kappa == 0 ? CompactingHeap.KAPPA_INFINITE : kappa).iota(o.valueOf(iotaOpt) * 1024L)
+                    .reclaimBatchBytes(o.valueOf(batchOpt) * 1024L)
+                    .compactionInterval(java.time.Duration.ofMillis(o.valueOf(intervalOpt)));
+        } catch (IllegalArgumentException e) {
+            throw cli.fail(e.getMessage());
+        }
+        if (o.has(mappedOpt)) {
+            builder.mappedPages();
         }
         System.out.printf("compacting heap pauses: %d mutators, %d keys, %d s per configuration, Java %s, %d cpus%n",
                 o.valueOf(mutatorsOpt), o.valueOf(keysOpt), o.valueOf(secondsOpt), Runtime.version(),
@@ -133,22 +155,10 @@ public final class CompactPauseBenchmark {
         System.out.println("| threads alive | mutator ops/s | op p50 | p99 | p99.9 | max | round p50 | p99 | max"
                 + " | epoch close p50 | p99 | max | relocate p50 | p99 | max | rounds/s |");
         System.out.println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-        verbose = o.has("verbose");
-        compactMillis = o.valueOf(compactOpt);
-        boolean mapped = o.has("mapped-pages");
-        int kappa = o.valueOf(kappaOpt);
-        CompactingHeap.Builder builder = CompactingHeap.builder()
-                .kappa(kappa == 0 ? CompactingHeap.KAPPA_INFINITE : kappa).iota(o.valueOf(iotaOpt) * 1024L)
-                .reclaimBatchBytes(o.valueOf(batchOpt) * 1024L)
-                .compactionInterval(java.time.Duration.ofMillis(o.valueOf(intervalOpt)));
-        if (mapped) {
-            builder.mappedPages();
-        }
         System.out.printf("heap: kappa %s, iota %d KiB, reclaim batch %d KiB%n", kappa == 0 ? "infinite" : kappa,
                 o.valueOf(iotaOpt), o.valueOf(batchOpt));
-        for (String t : o.valueOf(threadsOpt).split(",")) {
-            run(builder, Integer.parseInt(t.trim()), o.valueOf(mutatorsOpt), o.valueOf(keysOpt),
-                    o.valueOf(secondsOpt));
+        for (int t : o.valuesOf(threadsOpt)) {
+            run(builder, t, o.valueOf(mutatorsOpt), o.valueOf(keysOpt), o.valueOf(secondsOpt));
         }
     }
 

@@ -11,6 +11,9 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
+import joptsimple.OptionSet;
+import joptsimple.OptionSpec;
+import joptsimple.util.PathConverter;
 
 /**
  * The memory benchmark: resident set and committed bytes against live bytes during and after a
@@ -34,7 +37,8 @@ import java.util.SplittableRandom;
  * (unless the caller gives {@code -Xms}/{@code -Xmx}): subtract it to compare allocators.
  *
  * <p>Usage: {@code java --enable-native-access=ALL-UNNAMED -cp benchmarks.jar
- * org.spanheap.jmh.MemoryChurn [--out DIR] [--live-mib N] [--peers A,B,...] [--seed S]}. Writes
+ * org.spanheap.jmh.MemoryChurn [--out DIR] [--live-mib N] [--peers A,B,...] [--seed S]} ({@code --help}
+ * lists them). Writes
  * {@code DIR/memory.csv} (all samples) and {@code DIR/memory-summary.csv} (peak and final per
  * allocator). Allocators that cannot be had here are reported and skipped.
  */
@@ -58,30 +62,40 @@ public final class MemoryChurn {
     }
 
     public static void main(String[] args) throws Exception {
-        Path out = Path.of(".");
-        long liveMiB = 256;
-        long seed = 42;
-        String peers = DEFAULT_PEERS;
-        String child = null;
-        for (int i = 0; i < args.length; i++) {
-            switch (args[i]) {
-                case "--out" -> out = Path.of(args[++i]);
-                case "--live-mib" -> liveMiB = Long.parseLong(args[++i]);
-                case "--seed" -> seed = Long.parseLong(args[++i]);
-                case "--peers" -> peers = args[++i];
-                case "--child" -> child = args[++i];
-                default -> throw new IllegalArgumentException("unknown argument: " + args[i]
-                        + " (use --out DIR --live-mib N --peers A,B --seed S)");
-            }
-        }
-        if (child != null) {
-            System.exit(runChild(child, out, liveMiB, seed));
-        }
+        CommandLine cli = new CommandLine(MemoryChurn.class, "Resident and committed memory against live bytes"
+                + " during a churn, one allocator per JVM; writes DIR/memory.csv and DIR/memory-summary.csv.");
+        OptionSpec<Path> outOpt = cli.parser().accepts("out", "directory for the CSV files").withRequiredArg()
+                .describedAs("DIR").withValuesConvertedBy(new PathConverter()).defaultsTo(Path.of("."));
+        OptionSpec<Long> liveOpt = cli.parser().accepts("live-mib", "live bytes after the fill").withRequiredArg()
+                .describedAs("MIB").ofType(Long.class).defaultsTo(256L);
+        OptionSpec<String> peersOpt = cli.parser().accepts("peers", "allocators, comma-separated: those of"
+                + " Allocator, SPANHEAP_COMPACTING, SPANHEAP_COMPACTING_OFF").withRequiredArg().describedAs("A,B,...")
+                .withValuesSeparatedBy(',')
+                .defaultsTo(DEFAULT_PEERS.split(","));
+        OptionSpec<Long> seedOpt = cli.parser().accepts("seed", "seed of the workload's random choices")
+                .withRequiredArg().ofType(Long.class).defaultsTo(42L);
+        OptionSpec<String> childOpt = cli.parser().accepts("child", "internal: run one allocator in this JVM"
+                + " (the parent starts one JVM per allocator with it)").withRequiredArg().describedAs("A");
+        OptionSet o = cli.parse(args);
+        Path out = o.valueOf(outOpt);
+        long liveMiB = o.valueOf(liveOpt);
+        long seed = o.valueOf(seedOpt);
+        cli.check(liveMiB > 0 && liveMiB < 1L << 20, "--live-mib must be 1 to 1048575: " + liveMiB);
         List<String> names = new ArrayList<>();
-        for (String peer : peers.split(",")) {
-            if (!peer.isBlank()) {
-                names.add(checkName(peer.strip()));
+        try {
+            for (String peer : o.valuesOf(peersOpt)) {
+                if (!peer.isBlank()) {
+                    names.add(checkName(peer.strip()));
+                }
             }
+            if (o.has(childOpt)) {
+                checkName(o.valueOf(childOpt));
+            }
+        } catch (IllegalArgumentException e) {
+            throw cli.fail(e.getMessage());
+        }
+        if (o.has(childOpt)) {
+            System.exit(runChild(o.valueOf(childOpt), out, liveMiB, seed));
         }
         Files.createDirectories(out);
         List<String> rows = new ArrayList<>();

@@ -71,7 +71,10 @@ public final class CacheStress {
     }
 
     public static void main(String[] args) throws InterruptedException {
-        System.exit(new CacheStress(StressOptions.parse("CacheStress", args)).run());
+        StressOptions options = StressOptions.parse("CacheStress",
+                "A randomized stress of one OffHeapCache: every hit is checked while entries"
+                + " are replaced, evicted and moved.", args);
+        System.exit(new CacheStress(options).run());
     }
 
     // ---------------------------------------------------------------- run

@@ -79,7 +79,10 @@ public final class CompactingHeapStress {
     }
 
     public static void main(String[] args) throws InterruptedException {
-        System.exit(new CompactingHeapStress(StressOptions.parse("CompactingHeapStress", args)).run());
+        StressOptions options = StressOptions.parse("CompactingHeapStress",
+                "A randomized stress of one CompactingHeap: contents are checked while"
+                + " compaction moves objects under the threads.", args);
+        System.exit(new CompactingHeapStress(options).run());
     }
 
     // ---------------------------------------------------------------- run

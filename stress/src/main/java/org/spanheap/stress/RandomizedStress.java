@@ -73,7 +73,10 @@ public final class RandomizedStress {
     }
 
     public static void main(String[] args) throws InterruptedException {
-        System.exit(new RandomizedStress(StressOptions.parse("RandomizedStress", args)).run());
+        StressOptions options = StressOptions.parse("RandomizedStress",
+                "A randomized stress of one SpanHeap: platform and virtual threads allocate,"
+                + " check and free blocks; contents and accounting are checked.", args);
+        System.exit(new RandomizedStress(options).run());
     }
 
     // ---------------------------------------------------------------- run

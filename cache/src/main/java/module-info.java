@@ -1,0 +1,17 @@
+/**
+ * spanheap-cache: {@link org.spanheap.cache.OffHeapCache}, a bounded cache whose values live in
+ * a {@link org.spanheap.CompactingHeap}, with Caffeine as index and policy.
+ *
+ * <p>Needs native access for the core module: {@code --enable-native-access=org.spanheap} on
+ * the module path.
+ */
+module org.spanheap.cache {
+    // The API names the core's CompactingHeap.Builder (OffHeapCache.Builder.heap).
+    requires transitive org.spanheap;
+    requires com.github.benmanes.caffeine;
+    // OffHeapCacheMXBean and the CacheStatistics JFR event.
+    requires java.management;
+    requires jdk.jfr;
+
+    exports org.spanheap.cache;
+}
