@@ -35,6 +35,11 @@ import org.spanheap.internal.compact.CompactFitHeap;
  * a mapping of their own: they never move, have handles with the same
  * guarantees, and their memory is unmapped when they are reclaimed.
  *
+ * <p>Where span heaps use the {@linkplain SpanHeap.Engine#MALLOC malloc engine}
+ * (no native library), the pages come from such a heap and everything above
+ * holds. Outside Linux a large object's "mapping" is a block of the C
+ * runtime's {@code malloc}, freed when it is reclaimed.
+ *
  * <h2>Access while other threads compact</h2>
  * {@link #segment(long)} returns a segment bound to the current <em>epoch</em>.
  * Moving objects closes the epoch: any later access through a segment of it
@@ -616,6 +621,8 @@ public final class CompactingHeap implements AutoCloseable {
         /**
          * Takes every page with its own anonymous {@code mmap} and unmaps it
          * when it empties (one system call per page). For tests and comparison.
+         * Outside Linux each page is a page-aligned block of the C runtime's
+         * {@code malloc} instead, freed when it empties.
          *
          * @return this builder
          */

@@ -1,8 +1,11 @@
 package org.spanheap;
 
+import org.spanheap.internal.EngineChoice;
 import org.spanheap.internal.HeapArena;
-import org.spanheap.internal.NativeHeap;
+import org.spanheap.internal.HeapEngine;
+import org.spanheap.internal.MallocEngine;
 import org.spanheap.internal.SpanHeapImpl;
+import org.spanheap.internal.Zeroing;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -44,6 +47,22 @@ import javax.management.ObjectName;
  * threads that terminate return to the heap when another thread creates its cache, on
  * {@link #stats()}, {@link #flushThreadCache()}, or when an allocation hits the byte limit.
  *
+ * <h2>Engines</h2>
+ * What is said above is the {@linkplain Engine#NATIVE native engine}, the native core
+ * bundled for Linux on x86-64 and aarch64. Where it cannot be loaded (another OS or
+ * architecture, a C runtime it does not link with, a temporary directory mounted
+ * {@code noexec}), heaps use
+ * the {@linkplain Engine#MALLOC malloc engine}: the same API, exceptions and byte limit, over
+ * the C runtime's {@code malloc} through FFM, without thread caches or span pool. The
+ * system property {@code spanheap.engine} ({@code native}, {@code malloc} or {@code auto},
+ * the default) chooses, read when the first heap is built; {@link #engine()} tells which
+ * engine a heap uses. The automatic fallback logs one {@code WARNING} on the
+ * {@link System.Logger} {@code org.spanheap} that says why.
+ *
+ * {@snippet lang=shell :
+ * java -Dspanheap.engine=malloc ...     # the fallback on purpose (tests, comparison), no warning
+ * }
+ *
  * @see Builder
  */
 public final class SpanHeap implements AutoCloseable {
@@ -53,11 +72,45 @@ public final class SpanHeap implements AutoCloseable {
     /** Default of {@link Builder#threadCacheBytesPerClass(long)}. */
     public static final long DEFAULT_CACHE_BYTES_PER_CLASS = 64 * 1024;
 
-    private final SpanHeapImpl impl;
+    private final HeapEngine impl;
     private final MXBeanRegistration mxBean = new MXBeanRegistration();
 
-    private SpanHeap(SpanHeapImpl impl) {
+    private SpanHeap(HeapEngine impl) {
         this.impl = impl;
+    }
+
+    /**
+     * The engine behind a heap: what {@link SpanHeap#engine()} returns, and what the system
+     * property {@code spanheap.engine} chooses ({@code native} or {@code malloc}).
+     */
+    public enum Engine {
+        /**
+         * The native core: virtual spans, a lock-free span pool and Java thread caches
+         * (Linux on x86-64 or aarch64, the libraries bundled in the jar).
+         */
+        NATIVE,
+        /**
+         * The fallback: every block is a {@code malloc} of the C runtime through FFM
+         * ({@code posix_memalign} for alignments over 16, {@code _aligned_malloc} on Windows).
+         * The same checks, exceptions, byte limit, arenas and close semantics; no thread
+         * caches and no span pool, so each allocate and free is a downcall at malloc's speed.
+         * {@link SpanHeap#stats()} reports the bytes of live blocks (their sizes rounded up
+         * to 16) as live and committed bytes; reserved, resident and cached bytes, the span
+         * counts, madvise calls and the size classes are 0 or empty, and blocks over 128 KiB
+         * count as large objects. {@link SpanHeap#trim()} calls glibc's {@code malloc_trim}
+         * where the C runtime has it and returns 0 (malloc does not say how much it released).
+         * The builder's reservation, reuse threshold, huge-page and thread-cache settings do
+         * not apply.
+         */
+        MALLOC
+    }
+
+    /**
+     * {@return the engine that serves this heap} The same for every heap of the process: see
+     * "Engines" above.
+     */
+    public Engine engine() {
+        return impl.kind();
     }
 
     /**
@@ -65,8 +118,11 @@ public final class SpanHeap implements AutoCloseable {
      * default (1 TiB of address space, committed on demand), with no byte limit.
      *
      * @throws SpanHeapOutOfMemoryError if the address space cannot be reserved
-     * @throws UnsatisfiedLinkError if the native library cannot be loaded (not Linux on
-     *         x86-64 or aarch64, or the library is missing)
+     * @throws UnsatisfiedLinkError if {@code -Dspanheap.engine=native} asks for the native
+     *         engine and its library cannot be loaded (not Linux on x86-64 or aarch64, or the
+     *         library is missing)
+     * @throws IllegalArgumentException if the system property {@code spanheap.engine} is not
+     *         {@code native}, {@code malloc} or {@code auto}
      */
     public static SpanHeap create() {
         return builder().build();
@@ -107,13 +163,16 @@ public final class SpanHeap implements AutoCloseable {
      * java -Dspanheap.global.byteLimit=2g -Dspanheap.global.threadCacheBlocks=16 ...
      * }
      *
-     * <p>A call that fails creates nothing: the next call reads the properties again.
+     * <p>A call that fails creates nothing: the next call reads the properties again. The
+     * global heap's engine is chosen like every heap's (see "Engines" above).
      *
      * @throws IllegalArgumentException if a property's value is not a number (with an
-     *         allowed suffix) or is out of the setting's range; the message names the
+     *         allowed suffix) or is out of the setting's range, or {@code spanheap.engine}
+     *         is not {@code native}, {@code malloc} or {@code auto}; the message names the
      *         property and its value
      * @throws SpanHeapOutOfMemoryError if the address space cannot be reserved
-     * @throws UnsatisfiedLinkError if the native library cannot be loaded
+     * @throws UnsatisfiedLinkError if {@code -Dspanheap.engine=native} asks for the native
+     *         engine and its library cannot be loaded
      * @implNote After the first successful call, one volatile read.
      */
     public static SpanHeap global() {
@@ -229,7 +288,7 @@ public final class SpanHeap implements AutoCloseable {
      */
     public MemorySegment allocate(long byteSize, long byteAlignment) {
         MemorySegment s = impl.segment(impl.allocateAddress(byteSize, byteAlignment), byteSize);
-        NativeHeap.zero(s);
+        Zeroing.zero(s);
         return s;
     }
 
@@ -438,13 +497,14 @@ public final class SpanHeap implements AutoCloseable {
     }
 
     /** The engine, for the compacting heap's page source (same package: not public API). */
-    SpanHeapImpl impl() {
+    HeapEngine impl() {
         return impl;
     }
 
     @Override
     public String toString() {
-        return "SpanHeap[" + (impl.isGlobal() ? "global" : isOpen() ? "open" : "closed") + "]";
+        return "SpanHeap[" + (impl.isGlobal() ? "global" : isOpen() ? "open" : "closed")
+                + (impl.kind() == Engine.MALLOC ? ", malloc]" : "]");
     }
 
     /**
@@ -579,19 +639,29 @@ public final class SpanHeap implements AutoCloseable {
         }
 
         /**
-         * {@return a new heap with these settings}
+         * {@return a new heap with these settings} Its engine is the process's (see
+         * "Engines" in {@link SpanHeap}); the malloc engine applies only the byte limit.
          *
          * @throws SpanHeapOutOfMemoryError if the address space cannot be reserved
-         * @throws UnsatisfiedLinkError if the native library cannot be loaded
+         * @throws UnsatisfiedLinkError if {@code -Dspanheap.engine=native} asks for the native
+         *         engine and its library cannot be loaded
+         * @throws IllegalArgumentException if the system property {@code spanheap.engine} is
+         *         not {@code native}, {@code malloc} or {@code auto}
          */
         public SpanHeap build() {
-            return new SpanHeap(new SpanHeapImpl(reserveBytes, byteLimit, reuseThresholdPercent,
-                    allowHugePages, cacheBlocks, cacheBytesPerClass, false));
+            return new SpanHeap(newEngine(false));
         }
 
         private SpanHeap buildGlobal() {
-            return new SpanHeap(new SpanHeapImpl(reserveBytes, byteLimit, reuseThresholdPercent,
-                    allowHugePages, cacheBlocks, cacheBytesPerClass, true));
+            return new SpanHeap(newEngine(true));
+        }
+
+        private HeapEngine newEngine(boolean global) {
+            return switch (EngineChoice.engine()) {
+                case NATIVE -> new SpanHeapImpl(reserveBytes, byteLimit, reuseThresholdPercent,
+                        allowHugePages, cacheBlocks, cacheBytesPerClass, global);
+                case MALLOC -> new MallocEngine(byteLimit, global);
+            };
         }
     }
 }

@@ -1,5 +1,6 @@
 package org.spanheap;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
@@ -179,6 +180,7 @@ class ConcurrentSpanHeapTest {
      * stats hold throughout, and the caches of the terminated virtual threads are drained.
      */
     @Test
+    @Tag("native-engine") // the native engine's thread caches
     void longLivedVirtualThreadsArePromotedWithinABound() throws Exception {
         try (SpanHeap heap = SpanHeap.create()) {
             int threads = 4 * Integer.highestOneBit(4 * Runtime.getRuntime().availableProcessors());

@@ -14,6 +14,7 @@ import java.util.List;
 import jdk.jfr.Recording;
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordingFile;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** The JFR events of both heaps: each is triggered under a recording, dumped and read back. */
@@ -95,6 +96,7 @@ class JfrEventsTest {
     }
 
     @Test
+    @Tag("native-engine") // the native engine's trim (the malloc engine releases an unknown amount)
     void spanHeapTrimIsAMemoryRelease() throws Exception {
         long[] released = new long[1];
         long[] after = new long[1];
@@ -186,6 +188,7 @@ class JfrEventsTest {
     }
 
     @Test
+    @Tag("native-engine") // the native engine's thread caches
     void deadThreadsCacheIsDrainedWithAnEvent() throws Exception {
         long[] id = new long[1];
         List<RecordedEvent> all = record(() -> {

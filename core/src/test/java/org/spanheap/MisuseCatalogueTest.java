@@ -1,5 +1,6 @@
 package org.spanheap;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -628,6 +629,7 @@ class MisuseCatalogueTest {
      * not handed out yet (beyond its bump index) passes the free fast path's checks.
      */
     @Test
+    @Tag("native-engine") // the native engine's span internals
     void notDetected_forgedFreeOfABlockNeverHandedOut() {
         try (SpanHeap heap = SpanHeap.create()) {
             MemorySegment s = heap.allocate(64);

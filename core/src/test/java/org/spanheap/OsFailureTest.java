@@ -1,6 +1,7 @@
 package org.spanheap;
 
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.spanheap.internal.OsFaults;
 import org.spanheap.internal.OsFaults.Kind;
@@ -19,6 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * left counted, blocks allocated before intact, and the heap works again once the OS agrees.
  * The injector is process-wide; every test disarms it afterwards.
  */
+@Tag("native-engine") // fault injection into the native core's system calls
 class OsFailureTest {
     private static final long MiB = 1L << 20;
 

@@ -2,6 +2,7 @@ package org.spanheap;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -151,6 +152,7 @@ class SpanHeapTest {
     // ---- stats ------------------------------------------------------------------
 
     @Test
+    @Tag("native-engine") // the native engine's size classes and thread caches
     void statsCountLiveAndCachedBlocks() {
         HeapStats before = heap.stats();
         assertEquals(0, before.liveBytes());

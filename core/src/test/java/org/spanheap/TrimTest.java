@@ -1,5 +1,6 @@
 package org.spanheap;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemorySegment;
@@ -15,6 +16,7 @@ class TrimTest {
     private static final long MIB = 1L << 20;
 
     @Test
+    @Tag("native-engine") // the native engine's spans and kept mappings
     void spanHeapTrimReleasesFreeSpansAndKeptMappings() {
         try (SpanHeap heap = SpanHeap.create()) {
             // 64 blocks of 200 000 bytes (too big for the thread cache): about 7 spans of
@@ -53,6 +55,7 @@ class TrimTest {
     }
 
     @Test
+    @Tag("native-engine") // the native engine's thread caches
     void spanHeapTrimReturnsTheThreadCache() {
         try (SpanHeap heap = SpanHeap.create()) {
             MemorySegment[] blocks = new MemorySegment[20_000];

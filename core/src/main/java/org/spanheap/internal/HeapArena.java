@@ -5,7 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
 /**
- * A confined {@link Arena} whose memory comes from a {@link SpanHeapImpl}.
+ * A confined {@link Arena} whose memory comes from a {@link HeapEngine}.
  *
  * <p>Segments are bound to an inner {@link Arena#ofConfined() confined arena}: access
  * after {@link #close()} throws, and closing costs no handshake (the inner arena is
@@ -18,7 +18,7 @@ import java.util.Arrays;
  * never point at unmapped memory.
  */
 public final class HeapArena implements Arena {
-    private final SpanHeapImpl heap;
+    private final HeapEngine heap;
     private final Arena session;
     private final Thread owner;
     private long[] blocks = new long[16];
@@ -31,7 +31,7 @@ public final class HeapArena implements Arena {
      *
      * @param heap the heap the arena's blocks come from
      */
-    public HeapArena(SpanHeapImpl heap) {
+    public HeapArena(HeapEngine heap) {
         heap.acquireRef();
         this.heap = heap;
         this.session = Arena.ofConfined();
@@ -66,7 +66,7 @@ public final class HeapArena implements Arena {
         }
         blocks[count++] = address;
         MemorySegment segment = MemorySegment.ofAddress(address).reinterpret(byteSize, session, null);
-        NativeHeap.zero(segment);
+        Zeroing.zero(segment);
         return segment;
     }
 

@@ -23,8 +23,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *     the Java side only needs the address, not a segment object.</li>
  * <li>{@link Linker.Option#critical(boolean) critical} calls skip the thread-state
  *     transition (about 4 ns instead of 11 ns). They are used only for short calls that
- *     never block: {@code sh_alloc*}, {@code sh_free*}, batches, {@code sh_usable_size},
- *     and libc {@code memset} for zeroing up to {@link #ZERO_CRITICAL_MAX} bytes.
+ *     never block: {@code sh_alloc*}, {@code sh_free*}, batches, {@code sh_usable_size}.
  *     The batch calls use {@code critical(true)} so the thread caches can pass their
  *     {@code long[]} magazines directly (no copy); GC waits for such a call, which is
  *     bounded by the batch size. A critical call never unmounts a virtual thread, so two
@@ -80,45 +79,6 @@ public final class NativeHeap {
             FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
     private static final MethodHandle SH_TRIM = handle("sh_trim",
             FunctionDescriptor.of(JAVA_LONG, ADDRESS));
-
-    // libc's memset, for zeroing: about twice the speed of MemorySegment.fill from 512 bytes
-    // up (docs/java-core.md, Zeroing). Critical only while short: a critical call holds off
-    // safepoints, so blocks above ZERO_CRITICAL_MAX go through the ordinary transition.
-    private static final MemorySegment MEMSET = LINKER.defaultLookup().find("memset")
-            .orElseThrow(() -> new UnsatisfiedLinkError("libc lacks memset"));
-    private static final FunctionDescriptor MEMSET_FD = FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, JAVA_LONG);
-    private static final MethodHandle MEMSET_CRITICAL = LINKER.downcallHandle(MEMSET, MEMSET_FD, CRITICAL);
-    private static final MethodHandle MEMSET_BLOCKING = LINKER.downcallHandle(MEMSET, MEMSET_FD);
-    /** Below this many bytes {@link #zero} uses {@code fill}, which is as fast there. */
-    static final long ZERO_BY_MEMSET = 512;
-    /** Up to this many bytes (about 20 us of memset) {@link #zero} uses a critical call. */
-    static final long ZERO_CRITICAL_MAX = 1L << 20;
-
-    /**
-     * Zeroes a native segment. Passing the segment (not its address) to memset makes the
-     * linker hold the segment's scope for the call: a concurrent close waits, and a closed
-     * or wrong-thread segment throws as {@code fill} would.
-     *
-     * @param s the segment to clear, of any size
-     */
-    public static void zero(MemorySegment s) {
-        long n = s.byteSize();
-        if (n < ZERO_BY_MEMSET) {
-            s.fill((byte) 0);
-            return;
-        }
-        memsetZero(s, n);
-    }
-
-    private static void memsetZero(MemorySegment s, long n) {
-        try {
-            MemorySegment unused = n <= ZERO_CRITICAL_MAX
-                    ? (MemorySegment) MEMSET_CRITICAL.invokeExact(s, 0, n)
-                    : (MemorySegment) MEMSET_BLOCKING.invokeExact(s, 0, n);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
-    }
 
     private static RuntimeException rethrow(Throwable t) {
         if (t instanceof RuntimeException r) {

@@ -13,6 +13,11 @@ import java.util.List;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
+import static org.spanheap.internal.HeapErrors.checkRequest;
+import static org.spanheap.internal.HeapErrors.closed;
+import static org.spanheap.internal.HeapErrors.doubleFree;
+import static org.spanheap.internal.HeapErrors.notOwned;
+import static org.spanheap.internal.HeapErrors.raise;
 import static org.spanheap.internal.SpanLayout.BLOCK_FREE_MARK_OFFSET;
 import static org.spanheap.internal.SpanLayout.MIN_ALIGNMENT;
 
@@ -48,10 +53,7 @@ import static org.spanheap.internal.SpanLayout.MIN_ALIGNMENT;
  * private cache (at most {@link #maxVirtualCaches} of them) and from then on takes the
  * platform fast path.
  */
-public final class SpanHeapImpl {
-
-    /** Largest request size or size + alignment considered at all; x86-64 has 2^47 bytes of user space. */
-    static final long MAX_REQUEST = 1L << 46;
+public final class SpanHeapImpl implements HeapEngine {
 
     /** Slots of the thread-id-indexed cache table, a power of two. */
     static final int CACHE_TABLE_SIZE = 1024;
@@ -65,7 +67,7 @@ public final class SpanHeapImpl {
             throw new ExceptionInInitializerError(e);
         }
         initializeNow(DeadThreadCacheDrainEvent.class, ByteLimitRefusalEvent.class, MemoryReleaseEvent.class,
-                org.spanheap.SpanHeapOutOfMemoryError.class);
+                org.spanheap.SpanHeapOutOfMemoryError.class, HeapErrors.class, OwnScopes.class, Zeroing.class);
     }
 
     /**
@@ -212,6 +214,7 @@ public final class SpanHeapImpl {
         this.heapAddress = heap;
         this.lifetime = Arena.ofShared();
         this.scope = lifetime.scope();
+        this.ownScopes = new OwnScopes(scope);
         this.handle = MemorySegment.ofAddress(heap).reinterpret(lifetime, null);
 
         long[] layout = new long[(int) (SpanLayout.SH_LAYOUT.byteSize() / 8)];
@@ -277,57 +280,13 @@ public final class SpanHeapImpl {
     }
 
     // =====================================================================
-    // Argument checks: the only place
+    // Errors. The request check and the exceptions are HeapErrors' (checkRequest,
+    // notOwned, doubleFree, closed, raise: imported), shared with MallocEngine.
     // =====================================================================
-
-    private static void checkRequest(long size, long alignment) {
-        if (size < 0 || size > MAX_REQUEST || ((alignment - 1) & alignment) != 0 || alignment <= 0
-                || alignment > MAX_REQUEST || size + alignment > MAX_REQUEST) {
-            throw raise(badRequest(size, alignment));
-        }
-    }
-
-    /** {@return the exception for a request that {@link #checkRequest} refused} */
-    private static Throwable badRequest(long size, long alignment) {
-        if (size < 0) {
-            return new IllegalArgumentException("size must be >= 0: " + size);
-        }
-        if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
-            return new IllegalArgumentException("alignment must be a power of two: " + alignment);
-        }
-        return new SpanHeapOutOfMemoryError("cannot allocate " + size + " bytes aligned to "
-                + alignment + ": larger than any mapping on x86-64 (2^46 bytes)", false);
-    }
-
-    private IllegalArgumentException notOwned(long address, String why) {
-        return new IllegalArgumentException("segment was not allocated by this heap: 0x"
-                + Long.toHexString(address) + why);
-    }
-
-    private static IllegalStateException doubleFree(long address) {
-        return new IllegalStateException("double free: block 0x" + Long.toHexString(address)
-                + " is already free");
-    }
-
-    private static IllegalStateException closed() {
-        return new IllegalStateException("heap is closed");
-    }
 
     /** Maps an exception from a closed lifetime arena to "heap is closed"; keeps others. */
     private RuntimeException closedOr(IllegalStateException e) {
         return scope.isAlive() ? e : closed();
-    }
-
-    /**
-     * Throws {@code t} if it is an {@link Error}; otherwise returns it for the caller to throw.
-     * Lets {@link #badRequest} and {@link #allocationFailure} build either an
-     * {@link IllegalArgumentException} or a {@link SpanHeapOutOfMemoryError} in one place.
-     */
-    private static RuntimeException raise(Throwable t) {
-        if (t instanceof Error e) {
-            throw e;
-        }
-        return (RuntimeException) t;
     }
 
     /** {@return the exception for a failed allocation; callers throw it} */
@@ -336,8 +295,7 @@ public final class SpanHeapImpl {
             limitRefused(size);
         }
         return switch (code) {
-            case SpanLayout.SH_E_LIMIT -> new SpanHeapOutOfMemoryError("cannot allocate " + size
-                    + " bytes: the heap's byte limit would be exceeded", true);
+            case SpanLayout.SH_E_LIMIT -> HeapErrors.byteLimitExceeded(size);
             case SpanLayout.SH_E_NOMEM -> new SpanHeapOutOfMemoryError("cannot allocate " + size
                     + " bytes: arena exhausted or the OS refused memory", false);
             case SpanLayout.SH_E_INVALID -> new IllegalArgumentException("size " + size
@@ -510,40 +468,19 @@ public final class SpanHeapImpl {
         if (size <= UNMAPPED_ON_FREE) {
             return MemorySegment.ofAddress(address).reinterpret(size, lifetime, null);
         }
-        // Mapped for this block alone and unmapped by its free: a scope of its own, closed
-        // before the unmap, so that a use after free throws instead of faulting the JVM.
-        Arena own = Arena.ofShared();
-        MemorySegment s = MemorySegment.ofAddress(address).reinterpret(size, own, null);
-        ownScopes.put(address, own);
-        if (!scope.isAlive() && ownScopes.remove(address, own)) {
-            SharedArenas.close(own);             // raced with close(): the heap is gone, and so is the block
-            throw closed();
-        }
-        return s;
+        return ownScopes.segment(address, size);   // mapped for this block alone: see OwnScopes
     }
 
     /**
-     * Blocks larger than this are mapped for themselves and unmapped when freed (the native
-     * core keeps no freed mapping over {@code SH_LARGE_CACHE_ONE}, 32 MiB, internal.h); 64 KiB
-     * below it, so that a block whose mapping just crosses it (header, page rounding) is
-     * counted in. Smaller freed mappings may be kept for reuse: a use after free of those,
-     * like that of a small block, reaches memory the heap hands out again (docs/java-core.md).
+     * Blocks larger than this are mapped for themselves and unmapped when freed, see
+     * {@link HeapEngine#OWN_SCOPE_ABOVE}. Smaller freed mappings may be kept for reuse: a use
+     * after free of those, like that of a small block, reaches memory the heap hands out
+     * again (docs/java-core.md).
      */
-    static final long UNMAPPED_ON_FREE = (32L << 20) - (64L << 10);
+    static final long UNMAPPED_ON_FREE = OWN_SCOPE_ABOVE;
 
-    /**
-     * Scopes of the live individually mapped blocks, by address. One shared arena each:
-     * creating it costs about a microsecond and closing it a handshake (tens of microseconds),
-     * small beside mapping, touching and unmapping 32 MiB.
-     */
-    private final java.util.concurrent.ConcurrentHashMap<Long, Arena> ownScopes =
-            new java.util.concurrent.ConcurrentHashMap<>();
-
-    /** The scope of an individually mapped block of this heap that {@code segment} starts, or null. */
-    private Arena ownScopeOf(MemorySegment segment) {
-        Arena own = ownScopes.get(segment.address());
-        return own != null && own.scope() == segment.scope() ? own : null;
-    }
+    /** Scopes of the live individually mapped blocks. */
+    private final OwnScopes ownScopes;
 
     /** {@return the calling thread's cache array, created on first use; null on a virtual thread} */
     private long[] cache() {
@@ -623,26 +560,8 @@ public final class SpanHeapImpl {
 
     /** Frees an individually mapped block: closes its scope, then frees (unmaps) it. */
     private void freeOwnScope(MemorySegment segment) {
-        Arena own = ownScopeOf(segment);
-        if (own == null) {
-            if (!segment.scope().isAlive() && segment.isNative() && scope.isAlive()
-                    && segment.byteSize() > UNMAPPED_ON_FREE) {
-                throw doubleFree(segment.address()); // its own scope was closed by the first free
-            }
-            throw foreign(segment);
-        }
-        if (!ownScopes.remove(segment.address(), own)) {
-            throw doubleFree(segment.address());     // another thread freed it just now
-        }
-        SharedArenas.close(own);
+        ownScopes.closeForFree(segment);
         freeAddress(segment.address());
-    }
-
-    private RuntimeException foreign(MemorySegment segment) {
-        if (!scope.isAlive()) {
-            return closed();
-        }
-        return notOwned(segment.address(), segment.isNative() ? "" : " (a heap segment)");
     }
 
     /**
@@ -1017,7 +936,7 @@ public final class SpanHeapImpl {
 
     /** {@return the usable bytes of the live block at the segment's address} */
     public long usableSize(MemorySegment segment) {
-        if (segment.scope() != scope && ownScopeOf(segment) == null) {
+        if (segment.scope() != scope && !ownScopes.owns(segment)) {
             if (!scope.isAlive()) {
                 throw closed();
             }
@@ -1037,6 +956,11 @@ public final class SpanHeapImpl {
     // =====================================================================
     // Lifetime
     // =====================================================================
+
+    @Override
+    public org.spanheap.SpanHeap.Engine kind() {
+        return org.spanheap.SpanHeap.Engine.NATIVE;
+    }
 
     public boolean isGlobal() {
         return global;
@@ -1087,15 +1011,13 @@ public final class SpanHeapImpl {
             return;                                // closed, or being closed by another thread
         }
         SharedArenas.close(lifetime);              // handshake: no thread is inside an access now
-        for (Arena own : ownScopes.values()) {
-            SharedArenas.close(own);                       // segments of individually mapped blocks die too
-        }
-        ownScopes.clear();
+        ownScopes.closeAll();                      // segments of individually mapped blocks die too
         releaseRef();
     }
 
     /** Frees the blocks of a closing arena, through the calling thread's cache. */
-    void freeArenaBlocks(long[] blocks, int n) {
+    @Override
+    public void freeArenaBlocks(long[] blocks, int n) {
         if ((boolean) CLOSING.getOpaque(this)) {
             return;                                // destroy reclaims them
         }

@@ -1,5 +1,6 @@
 package org.spanheap.internal;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemorySegment;
@@ -17,6 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * table ({@code sh_error_name}), and every {@code sh_error} code {@link SpanLayout} mirrors
  * must carry there the name of its Java constant.
  */
+@Tag("native-engine") // the native library's bindings
 class NativeHeapTest {
 
     /** {@return SpanLayout's {@code SH_OK} and {@code SH_E_*} constants, by name} */

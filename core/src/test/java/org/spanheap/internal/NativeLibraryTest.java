@@ -1,5 +1,6 @@
 package org.spanheap.internal;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -32,6 +33,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * run, so that failure is fed in through {@link NativeLibrary.Opener}, with the text the
  * dynamic linker gives for it.
  */
+@Tag("native-engine") // loading the native library
 class NativeLibraryTest {
 
     /** The file the opener was given, with what it saw there at that moment. */

@@ -1,5 +1,6 @@
 package org.spanheap.internal;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -26,6 +27,7 @@ import static org.junit.jupiter.api.Assumptions.abort;
  * (native/Makefile); without it the build warns and its test is skipped, unless
  * {@code -Dspanheap.requireAllPlatforms=true}, which makes its absence a failure.
  */
+@Tag("native-engine") // the native libraries packaged in the jar
 class PackagedLibrariesTest {
 
     private static final String X86_64 = "/META-INF/native/linux-x86_64/libspanheap.so";

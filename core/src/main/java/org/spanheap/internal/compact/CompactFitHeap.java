@@ -7,9 +7,10 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import org.spanheap.CompactingHeapStats;
 import org.spanheap.StaleHandleException;
+import org.spanheap.internal.HeapEngine;
 import org.spanheap.internal.MemoryReleaseEvent;
-import org.spanheap.internal.NativeHeap;
 import org.spanheap.internal.SpanHeapImpl;
+import org.spanheap.internal.Zeroing;
 
 /**
  * The engine behind {@link org.spanheap.CompactingHeap}: Compact-fit size
@@ -169,7 +170,7 @@ public final class CompactFitHeap {
      *
      * @param owned closed with the heap (the span heap if it was made for this heap), or null
      */
-    public static CompactFitHeap overSpanHeap(SpanHeapImpl spanHeap, AutoCloseable owned, long pageSize, int kappa,
+    public static CompactFitHeap overSpanHeap(HeapEngine spanHeap, AutoCloseable owned, long pageSize, int kappa,
             long iota, long reclaimBatchBytes, long passIntervalNanos, boolean background) {
         return new CompactFitHeap(new PageReserve(new SpanHeapPageSource(spanHeap, pageSize, owned)), kappa, iota,
                 reclaimBatchBytes, passIntervalNanos, background);
@@ -357,7 +358,7 @@ public final class CompactFitHeap {
                 } else if (init != null) {
                     init.accept(block);
                 } else {
-                    NativeHeap.zero(block);
+                    Zeroing.zero(block);
                 }
                 return;
             } catch (IllegalStateException e) {

@@ -7,6 +7,8 @@ package org.spanheap.internal.compact;
  * churn benchmark they caused most of the heap's page faults). Best fit; the
  * unused tail of a larger mapping is unmapped. Bounded in bytes by the caller;
  * the cached bytes count as committed (they stay resident). Guarded by this.
+ * Keeps nothing where {@link OsMemory#MAPS} is false (no {@code mremap}, no
+ * partial {@code munmap}): malloc keeps its freed memory itself.
  */
 final class LargeMappings {
 
@@ -76,7 +78,7 @@ final class LargeMappings {
      * hot in the caches); a mapping larger than the cap itself is unmapped.
      */
     synchronized void give(long address, long mapped, long capBytes) {
-        if (mapped > capBytes) {
+        if (mapped > capBytes || !OsMemory.MAPS) { // without mmap: a malloc block, freed (see OsMemory)
             OsMemory.unmap(address, mapped);
             unmappedBytes += mapped;
             return;

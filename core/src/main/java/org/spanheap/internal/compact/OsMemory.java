@@ -4,16 +4,31 @@ import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
+import java.util.Locale;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
 import org.spanheap.SpanHeapOutOfMemoryError;
+import org.spanheap.internal.SystemMalloc;
+import org.spanheap.internal.Zeroing;
 
 /**
- * The three memory calls of the OS the compacting heap makes itself, through
+ * The memory calls of the OS the compacting heap makes itself, through
  * libc: {@code mmap} and {@code munmap} for pages and large objects mapped one
- * by one, and {@code madvise(MADV_DONTNEED)} to give the memory of an emptied
- * page back while its address range stays with the span heap.
+ * by one, {@code mremap} to grow a kept mapping, and
+ * {@code madvise(MADV_DONTNEED)} to give the memory of an emptied page back
+ * while its address range stays with the span heap.
+ *
+ * <p>These are Linux's calls (the flag values are Linux's): on Linux with any C
+ * runtime, {@link #MAPS} is true. Elsewhere (macOS, Windows, or a C runtime
+ * without one of them) a "mapping" is a block of the C runtime's allocator
+ * ({@link SystemMalloc}, aligned to {@link #OS_PAGE} and zeroed here),
+ * {@link #unmap} frees it, {@link #release} does nothing (an emptied page's
+ * memory returns when the page is freed, as malloc decides), and
+ * {@link LargeMappings} keeps nothing (a malloc block cannot be grown in place
+ * or cut, and malloc keeps freed memory for reuse itself). The compacting heap
+ * works the same on both; only when memory leaves the process differs.
  *
  * @implNote Each is a system call of a few microseconds (plus page faults
  * on first touch of the memory it maps or releases); callers use them per page
@@ -32,21 +47,31 @@ final class OsMemory {
     private static final MethodHandle MREMAP;
     private static final int MREMAP_MAYMOVE = 1;
 
+    /** Whether the Linux calls are used; otherwise the C runtime's allocator stands in (see the class comment). */
+    static final boolean MAPS;
+
     static {
         Linker linker = Linker.nativeLinker();
-        var libc = linker.defaultLookup();
-        MMAP = linker.downcallHandle(libc.find("mmap").orElseThrow(),
-                FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                        ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
-        MUNMAP = linker.downcallHandle(libc.find("munmap").orElseThrow(),
-                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
-        // mremap is variadic (an optional new address): call it with its four fixed arguments
-        MREMAP = linker.downcallHandle(libc.find("mremap").orElseThrow(),
-                FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                        ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT), Linker.Option.firstVariadicArg(4));
-        MADVISE = linker.downcallHandle(libc.find("madvise").orElseThrow(),
-                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                        ValueLayout.JAVA_INT));
+        SymbolLookup libc = linker.defaultLookup();
+        boolean linux = System.getProperty("os.name", "").toLowerCase(Locale.ROOT).startsWith("linux");
+        MAPS = linux && libc.find("mmap").isPresent() && libc.find("munmap").isPresent()
+                && libc.find("mremap").isPresent() && libc.find("madvise").isPresent();
+        if (MAPS) {
+            MMAP = linker.downcallHandle(libc.find("mmap").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
+            MUNMAP = linker.downcallHandle(libc.find("munmap").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
+            // mremap is variadic (an optional new address): call it with its four fixed arguments
+            MREMAP = linker.downcallHandle(libc.find("mremap").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT), Linker.Option.firstVariadicArg(4));
+            MADVISE = linker.downcallHandle(libc.find("madvise").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_INT));
+        } else {
+            MMAP = MUNMAP = MREMAP = MADVISE = null;
+        }
     }
 
     /** The calls a test can make fail ({@link #failCalls}). */
@@ -107,6 +132,15 @@ final class OsMemory {
     static long map(long size) {
         long bytes = mappedSize(size);
         long p;
+        if (!MAPS) {
+            p = refused(Call.MAP) ? 0 : SystemMalloc.allocate(bytes, OS_PAGE);
+            if (p == 0) {
+                throw new SpanHeapOutOfMemoryError("the C runtime refused a block of " + bytes + " bytes (malloc)", false);
+            }
+            Zeroing.zero(RAW.asSlice(p, bytes));
+            MAPPED.addAndGet(bytes);
+            return p;
+        }
         try {
             p = refused(Call.MAP) ? -1L : (long) MMAP.invokeExact(0L, bytes, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS, -1, 0L);
         } catch (Throwable t) {
@@ -121,6 +155,11 @@ final class OsMemory {
 
     /** Unmaps what {@link #map} returned for {@code size}. */
     static void unmap(long address, long size) {
+        if (!MAPS) {
+            SystemMalloc.free(address);            // the whole block: callers cut no tails without MAPS
+            MAPPED.addAndGet(-mappedSize(size));
+            return;
+        }
         int rc;
         try {
             rc = (int) MUNMAP.invokeExact(address, mappedSize(size));
@@ -141,6 +180,9 @@ final class OsMemory {
      * @throws SpanHeapOutOfMemoryError if the OS refuses (the old mapping is unchanged)
      */
     static long grow(long address, long oldSize, long newSize) {
+        if (!MAPS) {
+            throw new AssertionError("grow without mremap: LargeMappings keeps nothing then");
+        }
         long from = mappedSize(oldSize), to = mappedSize(newSize);
         long p;
         try {
@@ -157,6 +199,9 @@ final class OsMemory {
 
     /** Lets the OS take back the memory of {@code [address, address + bytes)}; it reads as zero afterwards. */
     static void release(long address, long bytes) {
+        if (!MAPS) {
+            return;                                // the memory goes back when the page is freed
+        }
         try {
             int rc = (int) MADVISE.invokeExact(address, bytes, MADV_DONTNEED);
             assert rc == 0 : "madvise failed at 0x" + Long.toHexString(address);

@@ -1,7 +1,7 @@
 package org.spanheap.internal.compact;
 
 import java.util.concurrent.atomic.AtomicLong;
-import org.spanheap.internal.SpanHeapImpl;
+import org.spanheap.internal.HeapEngine;
 
 /**
  * Pages from a span heap: a page is one block of the span heap's size class
@@ -9,7 +9,10 @@ import org.spanheap.internal.SpanHeapImpl;
  * 4096. A page given back is first released to the OS with
  * {@code madvise(MADV_DONTNEED)}, then freed to the span heap: the real span
  * around it may stay in use by other pages, but the emptied page's memory
- * leaves the process now.
+ * leaves the process now. Over a span heap of the malloc engine a page is a
+ * {@code posix_memalign}ed block (4096-aligned) and the same steps apply; where
+ * {@link OsMemory#MAPS} is false (outside Linux) the {@code madvise} is left
+ * out and the page's memory goes back when malloc decides.
  *
  * <p>The source holds a reference on the span heap, as its arenas do: a user
  * who closes the span heap given to the builder before the compacting heap
@@ -19,7 +22,7 @@ import org.spanheap.internal.SpanHeapImpl;
  */
 final class SpanHeapPageSource implements PageSource {
 
-    private final SpanHeapImpl heap;
+    private final HeapEngine heap;
     private final long pageSize;
     private final AutoCloseable owned;
     private final AtomicLong committed = new AtomicLong();
@@ -29,7 +32,7 @@ final class SpanHeapPageSource implements PageSource {
      * @param owned what {@link #close()} closes besides (the span heap if the source made it), or null
      * @throws IllegalStateException if {@code heap} is closed
      */
-    SpanHeapPageSource(SpanHeapImpl heap, long pageSize, AutoCloseable owned) {
+    SpanHeapPageSource(HeapEngine heap, long pageSize, AutoCloseable owned) {
         heap.acquireRef();
         this.heap = heap;
         this.pageSize = pageSize;
