@@ -37,7 +37,7 @@ extern "C" {
 /* Bumped whenever a struct layout or constant below changes meaning.
  * 2: sh_free_checked and sh_class_get return negated codes; sh_error_name,
  *    sh_abi_sizeof. */
-#define SH_ABI_VERSION 2
+#define SH_ABI_VERSION 3
 
 /* SH_ABI_VERSION of the headers this library was built from. A binding
  * (the Java loader) checks it before any other call and refuses a library
@@ -157,6 +157,18 @@ int sh_alloc_batch(sh_heap *heap, int cls, void **out, int n);
  * heap. Returns SH_OK or a negative sh_error if some pointer was not a
  * block of this heap (such pointers are skipped). */
 int sh_free_batch(sh_heap *heap, void *const *blocks, int n);
+
+/* The Java thread cache's refill and drain, each one call with its
+ * bookkeeping, so that a caller that dies right after the call loses nothing
+ * (a Java StackOverflowError can strike at the next method entry). m is the
+ * cache's long[] and m[top] the magazine's top index.
+ * sh_cache_refill: sh_alloc_batch into m[base..base+n), then m[top] = base +
+ * taken; returns taken (>= 1) or a negative sh_error (m unchanged).
+ * sh_cache_drain: sh_free_batch of m[base..base+n), then moves
+ * m[base+n..base+count) down to m[base..) and sets m[top] = base + count - n;
+ * returns as sh_free_batch. -SH_E_INVALID for bad indices. */
+int sh_cache_refill(sh_heap *heap, int cls, int64_t *m, int base, int n, int top);
+int sh_cache_drain(sh_heap *heap, int64_t *m, int base, int n, int count, int top);
 
 /* ---- layout shared with the Java fast path ---------------------------
  *

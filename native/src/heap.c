@@ -445,6 +445,33 @@ SH_API int sh_free_batch(sh_heap *h, void *const *blocks, int n)
     return rc;
 }
 
+/* ---- the Java thread cache's refill and drain ------------------------ */
+
+/* Each is one call that also does the magazine's bookkeeping (its top index,
+ * the shift of the kept half), so that a Java caller that dies right after the
+ * call, by a StackOverflowError thrown at the entry of whatever method it calls
+ * next, cannot lose the blocks taken or keep blocks already freed. */
+
+SH_API int sh_cache_refill(sh_heap *h, int cls, int64_t *m, int base, int n, int top)
+{
+    if (!m || base < 0 || top < 0 || n <= 0)
+        return -SH_E_INVALID;
+    int got = sh_alloc_batch(h, cls, (void **)(m + base), n);
+    if (got > 0)
+        m[top] = (int64_t)base + got;
+    return got;
+}
+
+SH_API int sh_cache_drain(sh_heap *h, int64_t *m, int base, int n, int count, int top)
+{
+    if (!m || base < 0 || top < 0 || n < 0 || count < n)
+        return -SH_E_INVALID;
+    int rc = sh_free_batch(h, (void *const *)(m + base), n);
+    memmove(m + base, m + base + n, (size_t)(count - n) * sizeof *m);
+    m[top] = (int64_t)base + count - n;
+    return rc;
+}
+
 /* ---- layout and statistics ------------------------------------------- */
 
 SH_API void sh_heap_layout(const sh_heap *h, sh_layout *out)

@@ -408,6 +408,39 @@ static void test_batch(void)
     sh_heap_destroy(h);
 }
 
+/* The Java cache's refill and drain: the magazine's top and the shift of the
+ * kept half are done by the call itself. */
+static void test_cache_refill_drain(void)
+{
+    sh_heap *h = heap_with(0, 0);
+    int cls = sh_class_of(64);
+    int64_t m[1 + 1 + 40]; /* m[1] is the top; blocks from index 2 */
+    memset(m, 0, sizeof m);
+    enum { TOP = 1, BASE = 2 };
+    int got = sh_cache_refill(h, cls, m, BASE, 32, TOP);
+    CHECK_EQ(got, 32);
+    CHECK_EQ(m[TOP], BASE + 32);
+    for (int i = 0; i < 32; i++)
+        CHECK_EQ(sh_usable_size(h, (void *)(uintptr_t)m[BASE + i]), 0); /* cached free */
+    int64_t kept0 = m[BASE + 12];
+    CHECK_EQ(sh_cache_drain(h, m, BASE, 12, 32, TOP), SH_OK); /* the 12 oldest go back */
+    CHECK_EQ(m[TOP], BASE + 20);
+    CHECK_EQ(m[BASE], kept0); /* the rest moved down */
+    CHECK_EQ(sh_cache_drain(h, m, BASE, 20, 20, TOP), SH_OK); /* all of them */
+    CHECK_EQ(m[TOP], BASE);
+    sh_heap_stats st;
+    sh_stats(h, &st);
+    CHECK_EQ(st.class_live_blocks[cls], 0);
+    int64_t before = m[TOP];
+    CHECK_EQ(sh_cache_refill(h, -1, m, BASE, 4, TOP), -SH_E_INVALID);
+    CHECK_EQ(sh_cache_refill(h, cls, m, BASE, 0, TOP), -SH_E_INVALID);
+    CHECK_EQ(sh_cache_refill(h, cls, NULL, BASE, 4, TOP), -SH_E_INVALID);
+    CHECK_EQ(m[TOP], before); /* unchanged on error */
+    CHECK_EQ(sh_cache_drain(h, m, BASE, 3, 2, TOP), -SH_E_INVALID);
+    CHECK_EQ(sh_cache_drain(h, m, -1, 0, 0, TOP), -SH_E_INVALID);
+    sh_heap_destroy(h);
+}
+
 static void test_byte_limit(void)
 {
     size_t limit = (size_t)1 << 20;
@@ -689,6 +722,7 @@ int main(void)
     test_bad_frees();
     test_eager_return_and_stats();
     test_batch();
+    test_cache_refill_drain();
     test_byte_limit();
     test_exhaustion();
     test_heaps_and_lifetime();

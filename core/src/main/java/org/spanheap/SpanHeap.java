@@ -484,6 +484,10 @@ public final class SpanHeap implements AutoCloseable {
      * {@linkplain #registerMXBean(String) MXBean}, if any, first.
      *
      * @throws UnsupportedOperationException if this is the {@linkplain #global() global} heap
+     * @throws IllegalStateException if a native call of this heap still holds it after 10 s;
+     *         the heap is closed to every later call but its memory stays until the process
+     *         ends. Only a thread that died of {@link StackOverflowError} inside one of the
+     *         heap's native calls leaves such a hold (the JDK releases it in a method call).
      * @implNote Closing performs a handshake with all threads (like closing
      * {@link Arena#ofShared()}). The memory is returned to the OS now, or when the last
      * open {@linkplain #newArena() arena} of this heap closes.

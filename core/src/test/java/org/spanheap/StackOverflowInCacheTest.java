@@ -92,20 +92,25 @@ class StackOverflowInCacheTest {
 
     @Test
     void aThreadDyingOfStackOverflowInsideItsCacheLosesNoBlock() throws Exception {
-        try (SpanHeap heap = SpanHeap.create()) {
+        SpanHeap heap = SpanHeap.create();
+        try {
             Runs runs = new Runs(heap);
-            // the least depth at which the churn overflows; it grows as recurse gets compiled to
-            // smaller frames, so search until it settles, then sweep around it frame by frame
-            int lo = 0;
-            for (int search = 0; search < 4; search++) {
-                lo = leastOverflowingDepth(runs);
+            // The least depth at which the churn overflows moves up as recurse gets compiled to
+            // smaller frames; the overflow lands inside the churn's calls only in the few dozen
+            // frames just past it (deeper, it lands in recurse itself). So: find it, run 32
+            // threads from 2 frames before it to 29 past it, find it again, and so on.
+            for (int search = 0; search < 3; search++) {
+                leastOverflowingDepth(runs); // warm-up: compiles recurse and the churn
             }
-            for (int depth = Math.max(0, lo - 300); depth <= lo + 300; depth++) {
-                runs.run(depth);
+            for (int sweep = 0; sweep < 16; sweep++) {
+                int lo = leastOverflowingDepth(runs);
+                for (int depth = Math.max(0, lo - 2); depth < lo + 30; depth++) {
+                    runs.run(depth);
+                }
             }
             System.out.println("stack overflows by innermost frame: " + runs.topFrames);
             assertEquals(0, runs.unexpected.get(), "a thread died of something else than its stack overflow");
-            assertTrue(runs.insideHeap.get() >= 10,
+            assertTrue(runs.insideHeap.get() >= 5,
                     "overflows inside the heap's code: " + runs.insideHeap + " of " + runs.threads + " threads: " + runs.topFrames);
 
             Set<Long> addresses = new HashSet<>();
@@ -129,6 +134,15 @@ class StackOverflowInCacheTest {
             heap.flushThreadCache();
             long left = heap.stats().liveBytes();
             assertTrue(left <= (long) n * SIZE, () -> left + " bytes still live after every recorded block was freed");
+        } finally {
+            try {
+                heap.close();
+            } catch (IllegalStateException held) {
+                // an overflow inside the JDK's code around one of the heap's downcalls left the
+                // call's hold on the heap (docs/testing.md): close says so instead of hanging
+                assertTrue(held.getMessage().contains("still holds this heap"), held::getMessage);
+                System.out.println("close: " + held.getMessage());
+            }
         }
     }
 

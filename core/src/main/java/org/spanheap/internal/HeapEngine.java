@@ -38,6 +38,13 @@ public sealed interface HeapEngine permits SpanHeapImpl, MallocEngine {
      */
     long OWN_SCOPE_ABOVE = (32L << 20) - (64L << 10);
 
+    /**
+     * How long {@code close()} waits for native calls that hold the heap before it throws
+     * {@link IllegalStateException} (see {@link SharedArenas#closeWithin}): far longer than
+     * any call takes, short enough that a heap that can never close does not hang its caller.
+     */
+    long CLOSE_PATIENCE_NANOS = 10_000_000_000L;
+
     /** {@return which engine this is} */
     org.spanheap.SpanHeap.Engine kind();
 

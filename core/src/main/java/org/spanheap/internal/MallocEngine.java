@@ -380,7 +380,7 @@ public final class MallocEngine implements HeapEngine {
             }
             closing = true;
         }
-        SharedArenas.close(lifetime);              // handshake: no thread is inside an access now
+        SharedArenas.closeWithin(lifetime, CLOSE_PATIENCE_NANOS); // handshake: no thread is inside an access now
         ownScopes.closeAll();
         releaseRef();
     }

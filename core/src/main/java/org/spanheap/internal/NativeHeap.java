@@ -73,6 +73,10 @@ public final class NativeHeap {
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT), CRITICAL_HEAP);
     private static final MethodHandle SH_FREE_BATCH = handle("sh_free_batch",
             FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT), CRITICAL_HEAP);
+    private static final MethodHandle SH_CACHE_REFILL = handle("sh_cache_refill",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT), CRITICAL_HEAP);
+    private static final MethodHandle SH_CACHE_DRAIN = handle("sh_cache_drain",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT), CRITICAL_HEAP);
     private static final MethodHandle SH_HEAP_LAYOUT = handle("sh_heap_layout",
             FunctionDescriptor.ofVoid(ADDRESS, ADDRESS), CRITICAL_HEAP);
     private static final MethodHandle SH_STATS = handle("sh_stats",
@@ -292,6 +296,38 @@ public final class NativeHeap {
     public static int freeBatch(MemorySegment heap, MemorySegment blocks, int n) {
         try {
             return (int) SH_FREE_BATCH.invokeExact(heap, blocks, n);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * Calls {@code sh_cache_refill}: takes up to {@code n} blocks of a class into
+     * {@code m[base..base+n)} and stores the new top into {@code m[top]}, in one call.
+     *
+     * @param heap the heap segment (see the class comment)
+     * @param m a heap segment over the cache's {@code long[]}
+     * @return the number of blocks taken (at least 1), or a negated {@code SH_E_*} code ({@code m} unchanged)
+     */
+    public static int cacheRefill(MemorySegment heap, int sizeClass, MemorySegment m, int base, int n, int top) {
+        try {
+            return (int) SH_CACHE_REFILL.invokeExact(heap, sizeClass, m, base, n, top);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * Calls {@code sh_cache_drain}: frees {@code m[base..base+n)}, moves {@code m[base+n..base+count)}
+     * down to {@code m[base..)} and stores {@code base + count - n} into {@code m[top]}, in one call.
+     *
+     * @param heap the heap segment (see the class comment)
+     * @param m a heap segment over the cache's {@code long[]}
+     * @return {@link SpanLayout#SH_OK}, or a negated {@code SH_E_*} code (see {@link #freeBatch})
+     */
+    public static int cacheDrain(MemorySegment heap, MemorySegment m, int base, int n, int count, int top) {
+        try {
+            return (int) SH_CACHE_DRAIN.invokeExact(heap, m, base, n, count, top);
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -523,18 +523,21 @@ public final class SpanHeapImpl implements HeapEngine {
         return address;
     }
 
-    /** Fills the empty magazine of class c with half its capacity; returns the new top. */
+    /**
+     * Fills the empty magazine of class c with half its capacity; returns the new top, which
+     * the native call has stored already (a caller that dies after the call loses nothing).
+     */
     private int refill(long[] m, int c) {
         if ((boolean) CLOSING.getOpaque(this)) {
             throw closed();
         }
         int b = cacheBase[c];
         int want = (cacheLimit[c] - b + 1) >>> 1;
-        MemorySegment out = MemorySegment.ofArray(m).asSlice((long) b * Long.BYTES);
-        int got = NativeHeap.allocBatch(handle, c, out, want);
+        MemorySegment whole = MemorySegment.ofArray(m);
+        int got = NativeHeap.cacheRefill(handle, c, whole, b, want, ThreadCache.top(c));
         if (got == -SpanLayout.SH_E_LIMIT || got == -SpanLayout.SH_E_NOMEM) {
             reclaimCaches();
-            got = NativeHeap.allocBatch(handle, c, out, want);
+            got = NativeHeap.cacheRefill(handle, c, whole, b, want, ThreadCache.top(c));
         }
         if (got <= 0) {
             throw raise(allocationFailure(-got, classes.blockSize[c], MIN_ALIGNMENT));
@@ -666,10 +669,8 @@ public final class SpanHeapImpl implements HeapEngine {
         int limit = cacheLimit[c];
         if (i == limit) {
             int n = (limit - b) >>> 1;
-            freeBatch(m, b, n);
-            System.arraycopy(m, b + n, m, b, limit - b - n);
+            drainOlder(m, c, n);                   // frees, shifts and stores the top in one call
             i = limit - n;
-            m[t] = i;
         }
         arena.set(JAVA_LONG_UNALIGNED, markOffset, mark);
         m[i] = address;
@@ -698,19 +699,6 @@ public final class SpanHeapImpl implements HeapEngine {
             case -SpanLayout.SH_E_NOT_OWNED -> throw notOwned(address, "");
             default -> throw new IllegalStateException("sh_free_checked(0x" + Long.toHexString(address)
                     + ") returned " + rc + " (" + NativeHeap.errorName(rc) + ")");
-        }
-    }
-
-    private void freeBatch(long[] blocks, int from, int n) {
-        if (n == 0) {
-            return;
-        }
-        if ((boolean) CLOSING.getOpaque(this)) {
-            throw closed();
-        }
-        int rc = NativeHeap.freeBatch(handle, MemorySegment.ofArray(blocks).asSlice((long) from * Long.BYTES), n);
-        if (rc != SpanLayout.SH_OK) {
-            throw new IllegalStateException("sh_free_batch rejected cached blocks: " + NativeHeap.errorName(rc));
         }
     }
 
@@ -745,7 +733,11 @@ public final class SpanHeapImpl implements HeapEngine {
         for (int i = registry.size() - 1; i >= 0; i--) {
             ThreadCache cache = registry.get(i);
             if (cache.isOwnerDead()) {
-                // Remove first: whoever removes a cache drains it, exactly once.
+                // Drain first, then remove (the registry's lock keeps drainers apart): a drainer
+                // that dies halfway (a StackOverflowError) leaves the cache registered, each
+                // class either drained or whole (drainOlder is one native call), for the next
+                // drainer; draining a drained cache again does nothing.
+                drainDead(cache);
                 registry.set(i, registry.getLast());
                 registry.removeLast();
                 if (cache.virtual) {
@@ -755,7 +747,6 @@ public final class SpanHeapImpl implements HeapEngine {
                 if (byThread[slot] == cache.m) {
                     TABLE.setRelease(byThread, slot, null);
                 }
-                drainDead(cache);
             }
         }
     }
@@ -791,22 +782,30 @@ public final class SpanHeapImpl implements HeapEngine {
      * The caller owns the cache, holds the stripe's lock, or the owner is dead.
      */
     private void drainAll(long[] m) {
-        int total = 0;
-        for (int c = 0; c < cachedClassCount; c++) {
-            total += (int) m[ThreadCache.top(c)] - cacheBase[c];
-        }
-        if (total == 0) {
-            return;
-        }
-        long[] blocks = new long[total];
-        int k = 0;
         for (int c = 0; c < cachedClassCount; c++) {
             int n = (int) m[ThreadCache.top(c)] - cacheBase[c];
-            System.arraycopy(m, cacheBase[c], blocks, k, n);
-            k += n;
-            m[ThreadCache.top(c)] = cacheBase[c];
+            if (n > 0) {
+                drainOlder(m, c, n);               // one call per class: frees and empties it at once
+            }
         }
-        freeBatch(blocks, 0, total);
+    }
+
+    /**
+     * Frees the {@code n} oldest blocks of class c's magazine and moves the rest down, in one
+     * native call that also stores the new top: a caller that dies right after it (a
+     * {@link StackOverflowError} at its next method entry) neither loses blocks nor keeps freed
+     * ones (StackOverflowInCacheTest; before, the free and the bookkeeping were separate steps).
+     */
+    private void drainOlder(long[] m, int c, int n) {
+        if ((boolean) CLOSING.getOpaque(this)) {
+            throw closed();
+        }
+        int b = cacheBase[c];
+        int count = (int) m[ThreadCache.top(c)] - b;
+        int rc = NativeHeap.cacheDrain(handle, MemorySegment.ofArray(m), b, n, count, ThreadCache.top(c));
+        if (rc != SpanLayout.SH_OK) {
+            throw new IllegalStateException("sh_cache_drain rejected cached blocks: " + NativeHeap.errorName(rc));
+        }
     }
 
     /** Slow path on a byte-limit or out-of-memory failure: return cached blocks, then retry. */
@@ -1010,7 +1009,7 @@ public final class SpanHeapImpl implements HeapEngine {
         if (!CLOSING.compareAndSet(this, false, true)) {
             return;                                // closed, or being closed by another thread
         }
-        SharedArenas.close(lifetime);              // handshake: no thread is inside an access now
+        SharedArenas.closeWithin(lifetime, CLOSE_PATIENCE_NANOS); // handshake: no thread is inside an access now
         ownScopes.closeAll();                      // segments of individually mapped blocks die too
         releaseRef();
     }

@@ -54,7 +54,7 @@ public final class SpanLayout {
     private SpanLayout() {}
 
     /** {@code SH_ABI_VERSION} this descriptor mirrors. */
-    public static final int ABI_VERSION = 2;
+    public static final int ABI_VERSION = 3;
     /** {@code SH_MAX_CLASSES}. */
     public static final int MAX_CLASSES = 64;
     /** {@code SH_SPAN_MAGIC}: "SPAN". */
