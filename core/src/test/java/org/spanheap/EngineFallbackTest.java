@@ -6,12 +6,10 @@ import org.junit.jupiter.api.io.TempDir;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -54,20 +52,7 @@ class EngineFallbackTest {
     }
 
     private static String run(String... properties) throws IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>();
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        cmd.add("--enable-native-access=ALL-UNNAMED");
-        cmd.add("-cp");
-        cmd.add(System.getProperty("java.class.path"));
-        for (String p : properties) {
-            cmd.add("-D" + p);
-        }
-        cmd.add(PrintEngines.class.getName());
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "the forked JVM did not finish");
-        assertEquals(0, p.exitValue(), out);
-        return out;
+        return ForkedJvm.withProperties(PrintEngines.class, properties);
     }
 
     private static int count(String text, String part) {

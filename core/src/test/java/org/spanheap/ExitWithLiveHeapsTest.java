@@ -8,17 +8,14 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.Stream;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -122,20 +119,8 @@ class ExitWithLiveHeapsTest {
     @ParameterizedTest
     @EnumSource(Ending.class)
     void theJvmEndsCleanlyWhileItsHeapsAreBusy(Ending ending, @TempDir Path dir) throws IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>();
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        cmd.add("--enable-native-access=ALL-UNNAMED");
-        cmd.add("-XX:ErrorFile=" + dir.resolve("hs_err_%p.log"));
-        cmd.add("-Xmx256m");
-        cmd.add("-cp");
-        cmd.add(System.getProperty("java.class.path"));
-        cmd.add(BusyHeapsAtExit.class.getName());
-        cmd.add(ending.name());
-        cmd.add("400");
-        Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "the forked JVM did not end: " + out);
-        assertEquals(0, p.exitValue(), out);
+        String out = ForkedJvm.run(BusyHeapsAtExit.class,
+                List.of("-XX:ErrorFile=" + dir.resolve("hs_err_%p.log"), "-Xmx256m"), dir, ending.name(), "400");
         assertTrue(out.matches("(?s).*ops=[1-9][0-9]*.*"), "the workers made no progress: " + out);
         assertFalse(out.contains("UNEXPECTED"), out);
         assertFalse(out.contains("SIGSEGV") || out.contains("SIGBUS") || out.contains("fatal error"), out);

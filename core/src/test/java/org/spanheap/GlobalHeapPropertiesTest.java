@@ -3,16 +3,10 @@ package org.spanheap;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Properties;
-import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The {@code spanheap.global.*} system properties: parsed through
@@ -115,20 +109,7 @@ class GlobalHeapPropertiesTest {
     }
 
     private static String runGlobal(String... properties) throws IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>();
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        cmd.add("--enable-native-access=ALL-UNNAMED");
-        cmd.add("-cp");
-        cmd.add(System.getProperty("java.class.path"));
-        for (String p : properties) {
-            cmd.add("-D" + p);
-        }
-        cmd.add(PrintGlobal.class.getName());
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "the forked JVM did not finish");
-        assertEquals(0, p.exitValue(), out);
-        return out.strip();
+        return ForkedJvm.withProperties(PrintGlobal.class, properties).strip();
     }
 
     @Test
