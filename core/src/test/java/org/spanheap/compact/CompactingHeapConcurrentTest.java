@@ -68,7 +68,8 @@ class CompactingHeapConcurrentTest {
         largeEvery = 10;
         try (CompactingHeap heap = CompactingHeap.builder().pageSize(4096).reclaimBatchBytes(16 * 1024).build()) {
             run(heap, true);
-            assertTrue(heap.stats().largeBytes() == 0 || heap.stats().largeObjects() > 0);
+            heap.compact(); // reclaims what waits in limbo: freed large objects' mappings count until then
+            assertTrue(heap.stats().largeBytes() == 0 || heap.stats().largeObjects() > 0, () -> heap.stats().toString());
         }
     }
 
