@@ -35,7 +35,7 @@ import org.spanheap.internal.compact.CompactFitHeap;
  * a mapping of their own: they never move, have handles with the same
  * guarantees, and their memory is unmapped when they are reclaimed.
  *
- * <p>Where span heaps use the {@linkplain SpanHeap.Engine#MALLOC malloc engine}
+ * <p>Where span heaps use the {@linkplain Engine#MALLOC malloc engine}
  * (no native library), the pages come from such a heap and everything above
  * holds. Outside Linux a large object's "mapping" is a block of the C
  * runtime's {@code malloc}, freed when it is reclaimed.

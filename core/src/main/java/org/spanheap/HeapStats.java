@@ -10,7 +10,7 @@ import java.util.List;
  * {@link #cachedBytes()}, not in {@link #liveBytes()}. The figures are exact when no other
  * thread uses the heap, and a consistent-enough estimate while other threads run.
  *
- * <p>A heap of the {@linkplain SpanHeap.Engine#MALLOC malloc engine} fills in only
+ * <p>A heap of the {@linkplain Engine#MALLOC malloc engine} fills in only
  * {@code liveBytes} and {@code committedBytes} (both the bytes of live blocks, each size
  * rounded up to 16: malloc's own overhead is not visible), {@code largeBytes} and
  * {@code largeCount} (blocks over 128 KiB), {@code limitBytes} and {@code limitedBytes};

@@ -92,8 +92,8 @@ class EngineFallbackTest {
 
     @Test
     void heapsOfThisJvmUseTheEngineItsPropertyAsksFor() {
-        SpanHeap.Engine expected = "malloc".equals(System.getProperty("spanheap.engine"))
-                ? SpanHeap.Engine.MALLOC : SpanHeap.Engine.NATIVE;
+        Engine expected = "malloc".equals(System.getProperty("spanheap.engine"))
+                ? Engine.MALLOC : Engine.NATIVE;
         try (SpanHeap h = SpanHeap.create()) {
             assertEquals(expected, h.engine());
         }

@@ -60,7 +60,7 @@ class GlobalHeapPropertiesTest {
         try (SpanHeap h = SpanHeap.fromProperties(props("reserveBytes", "1g", "byteLimit", "64m")).build()) {
             HeapStats s = h.stats();
             // The malloc engine reserves nothing: the reservation is the native engine's setting.
-            assertEquals(h.engine() == SpanHeap.Engine.NATIVE ? 1L << 30 : 0, s.reservedBytes());
+            assertEquals(h.engine() == Engine.NATIVE ? 1L << 30 : 0, s.reservedBytes());
             assertEquals(64L << 20, s.limitBytes());
         }
     }

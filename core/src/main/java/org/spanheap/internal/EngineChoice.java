@@ -1,6 +1,6 @@
 package org.spanheap.internal;
 
-import org.spanheap.SpanHeap;
+import org.spanheap.Engine;
 
 import java.util.Locale;
 import java.util.function.Supplier;
@@ -27,7 +27,7 @@ public final class EngineChoice {
     public static final String LOGGER_NAME = "org.spanheap";
 
     /** The choice once made; written under the class lock, read without it. */
-    private static volatile SpanHeap.Engine chosen;
+    private static volatile Engine chosen;
 
     private EngineChoice() {
     }
@@ -38,12 +38,12 @@ public final class EngineChoice {
      * @throws IllegalArgumentException if {@value #PROPERTY} has a value other than
      *         {@code native}, {@code malloc} or {@code auto}; nothing is decided then
      */
-    public static SpanHeap.Engine engine() {
-        SpanHeap.Engine e = chosen;                // volatile: a non-null value is final
+    public static Engine engine() {
+        Engine e = chosen;                // volatile: a non-null value is final
         return e != null ? e : decide();
     }
 
-    private static synchronized SpanHeap.Engine decide() {
+    private static synchronized Engine decide() {
         if (chosen == null) {
             chosen = choose(System.getProperty(PROPERTY), NativeLibrary::lookup, System.getLogger(LOGGER_NAME));
         }
@@ -56,13 +56,13 @@ public final class EngineChoice {
      *
      * @throws IllegalArgumentException if {@code value} is not a known choice
      */
-    static SpanHeap.Engine choose(String value, Supplier<?> loadLibrary, System.Logger log) {
+    static Engine choose(String value, Supplier<?> loadLibrary, System.Logger log) {
         String v = value == null ? "" : value.strip().toLowerCase(Locale.ROOT);
         switch (v) {
             case "native":
-                return SpanHeap.Engine.NATIVE;
+                return Engine.NATIVE;
             case "malloc":
-                return SpanHeap.Engine.MALLOC;
+                return Engine.MALLOC;
             case "", "auto":
                 break;
             default:
@@ -71,7 +71,7 @@ public final class EngineChoice {
         }
         try {
             loadLibrary.get();
-            return SpanHeap.Engine.NATIVE;
+            return Engine.NATIVE;
         } catch (LinkageError e) {
             // UnsatisfiedLinkError from the first load; NoClassDefFoundError if something
             // else tried (and failed) to load the library in this class loader before.
@@ -80,7 +80,7 @@ public final class EngineChoice {
                     + " through FFM: same API and checks, no thread caches, malloc's speed)."
                     + " Set -D" + PROPERTY + "=malloc to choose it without this warning, or -D"
                     + PROPERTY + "=native to fail instead.");
-            return SpanHeap.Engine.MALLOC;
+            return Engine.MALLOC;
         }
     }
 }

@@ -1,5 +1,6 @@
 package org.spanheap.internal;
 
+import org.spanheap.Engine;
 import org.spanheap.HeapStats;
 
 import java.lang.foreign.MemorySegment;
@@ -46,7 +47,7 @@ public sealed interface HeapEngine permits SpanHeapImpl, MallocEngine {
     long CLOSE_PATIENCE_NANOS = 10_000_000_000L;
 
     /** {@return which engine this is} */
-    org.spanheap.SpanHeap.Engine kind();
+    org.spanheap.Engine kind();
 
     /**
      * {@return the address of a new block of at least {@code size} bytes aligned to

@@ -1,7 +1,7 @@
 package org.spanheap.internal;
 
+import org.spanheap.Engine;
 import org.spanheap.HeapStats;
-import org.spanheap.SpanHeap;
 import org.spanheap.SpanHeapOutOfMemoryError;
 
 import java.lang.foreign.Arena;
@@ -105,8 +105,8 @@ public final class MallocEngine implements HeapEngine {
     }
 
     @Override
-    public SpanHeap.Engine kind() {
-        return SpanHeap.Engine.MALLOC;
+    public Engine kind() {
+        return Engine.MALLOC;
     }
 
     // ---- allocation ----

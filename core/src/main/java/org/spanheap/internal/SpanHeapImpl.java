@@ -1,5 +1,6 @@
 package org.spanheap.internal;
 
+import org.spanheap.Engine;
 import org.spanheap.HeapStats;
 import org.spanheap.SpanHeapOutOfMemoryError;
 
@@ -957,8 +958,8 @@ public final class SpanHeapImpl implements HeapEngine {
     // =====================================================================
 
     @Override
-    public org.spanheap.SpanHeap.Engine kind() {
-        return org.spanheap.SpanHeap.Engine.NATIVE;
+    public org.spanheap.Engine kind() {
+        return org.spanheap.Engine.NATIVE;
     }
 
     public boolean isGlobal() {

@@ -1,5 +1,6 @@
 package org.spanheap.internal;
 
+import org.spanheap.Engine;
 import org.junit.jupiter.api.Test;
 import org.spanheap.SpanHeap;
 
@@ -50,9 +51,9 @@ class EngineChoiceTest {
     @Test
     void explicitChoicesDoNotTryTheLibrary() {
         RecordingLogger log = new RecordingLogger();
-        assertEquals(SpanHeap.Engine.NATIVE, EngineChoice.choose("native", MUST_NOT_LOAD, log));
-        assertEquals(SpanHeap.Engine.MALLOC, EngineChoice.choose("malloc", MUST_NOT_LOAD, log));
-        assertEquals(SpanHeap.Engine.MALLOC, EngineChoice.choose(" Malloc ", MUST_NOT_LOAD, log));
+        assertEquals(Engine.NATIVE, EngineChoice.choose("native", MUST_NOT_LOAD, log));
+        assertEquals(Engine.MALLOC, EngineChoice.choose("malloc", MUST_NOT_LOAD, log));
+        assertEquals(Engine.MALLOC, EngineChoice.choose(" Malloc ", MUST_NOT_LOAD, log));
         assertEquals(List.of(), log.records);
     }
 
@@ -66,9 +67,9 @@ class EngineChoiceTest {
     @Test
     void automaticChoiceTakesTheNativeEngineWhenTheLibraryLoads() {
         RecordingLogger log = new RecordingLogger();
-        assertEquals(SpanHeap.Engine.NATIVE, EngineChoice.choose(null, () -> "loaded", log));
-        assertEquals(SpanHeap.Engine.NATIVE, EngineChoice.choose("auto", () -> "loaded", log));
-        assertEquals(SpanHeap.Engine.NATIVE, EngineChoice.choose("", () -> "loaded", log));
+        assertEquals(Engine.NATIVE, EngineChoice.choose(null, () -> "loaded", log));
+        assertEquals(Engine.NATIVE, EngineChoice.choose("auto", () -> "loaded", log));
+        assertEquals(Engine.NATIVE, EngineChoice.choose("", () -> "loaded", log));
         assertEquals(List.of(), log.records);
     }
 
@@ -78,7 +79,7 @@ class EngineChoiceTest {
         Supplier<Object> failing = () -> {
             throw new UnsatisfiedLinkError("spanheap supports x86-64 Linux only; this JVM runs on Mac OS X/aarch64");
         };
-        assertEquals(SpanHeap.Engine.MALLOC, EngineChoice.choose(null, failing, log));
+        assertEquals(Engine.MALLOC, EngineChoice.choose(null, failing, log));
         assertEquals(1, log.records.size(), log.records.toString());
         String record = log.records.get(0);
         assertTrue(record.startsWith("WARNING "), record);
@@ -93,7 +94,7 @@ class EngineChoiceTest {
         Supplier<Object> failedBefore = () -> {
             throw new NoClassDefFoundError("Could not initialize class org.spanheap.internal.NativeLibrary$Holder");
         };
-        assertEquals(SpanHeap.Engine.MALLOC, EngineChoice.choose("auto", failedBefore, log));
+        assertEquals(Engine.MALLOC, EngineChoice.choose("auto", failedBefore, log));
         assertEquals(1, log.records.size());
     }
 }

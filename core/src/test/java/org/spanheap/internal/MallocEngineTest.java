@@ -1,5 +1,6 @@
 package org.spanheap.internal;
 
+import org.spanheap.Engine;
 import org.junit.jupiter.api.Test;
 import org.spanheap.HeapStats;
 import org.spanheap.SpanHeap;
@@ -52,7 +53,7 @@ class MallocEngineTest {
             assertEquals(0, e.stats().liveBytes());
             assertEquals(0, e.stats().largeCount());
             assertEquals(0, e.trim());
-            assertEquals(SpanHeap.Engine.MALLOC, e.kind());
+            assertEquals(Engine.MALLOC, e.kind());
         } finally {
             e.close();
         }
