@@ -15,7 +15,7 @@ import org.openjdk.jcstress.infra.results.III_Result;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * Thread-cache drain when a thread dies ({@code SpanHeapImpl.newThreadCache},
+ * Thread-cache drain when a thread dies ({@code ThreadCaches.newThreadCache},
  * {@code drainDeadLocked}, {@code stats}).
  *
  * <p>Each actor starts a short-lived platform thread that allocates a few blocks of a size

@@ -9,7 +9,6 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -58,8 +57,8 @@ public final class MallocEngine implements HeapEngine {
 
     private static final AtomicLong HEAPS = new AtomicLong();
 
-    static { // slow-path classes, initialized before a deep caller can poison them (see SpanHeapImpl)
-        SpanHeapImpl.initializeNow(SystemMalloc.class, ByteLimitRefusalEvent.class, MemoryReleaseEvent.class,
+    static { // slow-path classes, initialized before a deep caller can poison them (see EagerClassInit)
+        EagerClassInit.initialize(SystemMalloc.class, ByteLimitRefusalEvent.class, MemoryReleaseEvent.class,
                 SpanHeapOutOfMemoryError.class, HeapErrors.class, OwnScopes.class, Zeroing.class);
     }
 
@@ -77,8 +76,8 @@ public final class MallocEngine implements HeapEngine {
     private final AtomicLong charged = new AtomicLong();
     private final AtomicLong largeBytes = new AtomicLong();
     private final AtomicLong largeCount = new AtomicLong();
-    /** 1 for the heap + 1 per open arena or page source; 0 = memory released. CAS (volatile). */
-    private final AtomicInteger refs = new AtomicInteger(1);
+    /** 1 for the heap + 1 per open arena or page source; 0 = memory released. */
+    private final HeapRefCount refs = new HeapRefCount();
     /**
      * Set once by {@link #close()} before it closes the lifetime arena. Volatile: an
      * allocation writes the registry and then reads this, close writes this and later reads
@@ -345,21 +344,14 @@ public final class MallocEngine implements HeapEngine {
 
     @Override
     public void acquireRef() {
-        if (closing) {
+        if (closing || !refs.tryAcquire()) {
             throw HeapErrors.closed();
         }
-        int v;
-        do {
-            v = refs.get();
-            if (v <= 0) {
-                throw HeapErrors.closed();
-            }
-        } while (!refs.compareAndSet(v, v + 1));
     }
 
     @Override
     public void releaseRef() {
-        if (refs.decrementAndGet() == 0) {
+        if (refs.release()) {
             for (Long address : live.keySet()) {
                 release(address);
             }

@@ -8,8 +8,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.util.ArrayList;
-import java.util.List;
 
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -45,20 +43,17 @@ import static org.spanheap.internal.SpanLayout.MIN_ALIGNMENT;
  * closes).
  *
  * <h2>Threads</h2>
- * Platform threads get a {@link ThreadCache} per heap (bounded magazines per size class);
- * allocate and free from a magazine never cross into C. Virtual threads share
- * {@link #stripes} (4 per core) under a try-lock, and when their stripe is taken they call
+ * Platform threads get a {@link ThreadCache} per heap (bounded magazines per size class, laid
+ * out by {@link MagazineLayout}); allocate and free from a magazine never cross into C.
+ * Virtual threads share stripes under a try-lock, and when their stripe is taken they call
  * {@code sh_alloc}/{@code sh_free_checked} through critical downcalls, which cannot unmount
- * them, so they use the native core's per-OS-thread (per-carrier) cache. A virtual thread
- * that makes {@link #PROMOTE_AFTER} operations in a row through its stripe is promoted to a
- * private cache (at most {@link #maxVirtualCaches} of them) and from then on takes the
- * platform fast path.
+ * them, so they use the native core's per-OS-thread (per-carrier) cache; a virtual thread
+ * that keeps using its stripe is promoted to a private cache. {@link ThreadCaches} finds
+ * and registers the caches; this class fills and empties them.
  */
 public final class SpanHeapImpl implements HeapEngine {
 
-    /** Slots of the thread-id-indexed cache table, a power of two. */
-    static final int CACHE_TABLE_SIZE = 1024;
-    private static final VarHandle TABLE = MethodHandles.arrayElementVarHandle(long[][].class);
+    private static final int CACHE_TABLE_SIZE = ThreadCaches.TABLE_SIZE;
     private static final VarHandle CLOSING;
     static {
         try {
@@ -67,25 +62,8 @@ public final class SpanHeapImpl implements HeapEngine {
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
-        initializeNow(DeadThreadCacheDrainEvent.class, ByteLimitRefusalEvent.class, MemoryReleaseEvent.class,
+        EagerClassInit.initialize(DeadThreadCacheDrainEvent.class, ByteLimitRefusalEvent.class, MemoryReleaseEvent.class,
                 org.spanheap.SpanHeapOutOfMemoryError.class, HeapErrors.class, OwnScopes.class, Zeroing.class);
-    }
-
-    /**
-     * Initializes classes that only slow paths use, now rather than at their first use. A
-     * class whose initializer fails, for example with a {@link StackOverflowError} of a caller
-     * deep in its stack, stays unusable for the life of the JVM: every later use throws
-     * {@link NoClassDefFoundError}. A dead thread's cache drain, run by whichever thread
-     * allocates next, failed so for good in {@code StackOverflowInCacheTest}.
-     */
-    public static void initializeNow(Class<?>... classes) {
-        for (Class<?> c : classes) {
-            try {
-                Class.forName(c.getName(), true, c.getClassLoader());
-            } catch (ClassNotFoundException e) {
-                throw new ExceptionInInitializerError(e);
-            }
-        }
     }
 
     // ---- read-only after construction (read by every thread on the fast path) ----
@@ -113,49 +91,13 @@ public final class SpanHeapImpl implements HeapEngine {
     private final long arenaSize;
     private final long spanMask;
     private final long freeKey;
-    /**
-     * Per class: index in a cache's {@code m} of the first magazine slot, and one past the
-     * last ({@code limit == base}: uncached class); see {@link ThreadCache}.
-     */
+    /** Per class: index in a cache's {@code m} of the first magazine slot, and one past the last; see {@link MagazineLayout}. */
     private final int[] cacheBase;
     private final int[] cacheLimit;
-    /** A new cache's {@code m}: class records and empty magazines with their sentinels. */
-    private final long[] cacheTemplate;
-    /**
-     * Fast lookup of the calling platform thread's cache array ({@link ThreadCache#m}):
-     * slot {@code threadId & (size - 1)} holds the array of at most one thread, whose id is
-     * its word 0; a thread whose slot is taken by another live thread finds its cache through
-     * {@link #caches} instead. A {@code ThreadLocal} lookup costs about 5 ns, twice per
-     * allocate+free; this costs a field and an array load. The table holds the array itself,
-     * not the {@link ThreadCache}, to save a dependent load on every operation.
-     * Plain loads suffice: a thread uses an array only if word 0 holds its own id, and only
-     * the owner ever wrote its id there (word 0 is 0 in the template the array is cloned
-     * from), so a racing reader sees 0 or another thread's id and goes its own way; the owner
-     * sees its own writes. Stores are releases under the registry lock.
-     */
-    private final long[][] byThread = new long[CACHE_TABLE_SIZE][];
-    /** The calling platform thread's cache, created on first use (never used by virtual threads). */
-    private final ThreadLocal<ThreadCache> caches;
-    /**
-     * Caches shared by virtual threads (4 per core, a power of two), chosen by thread id and
-     * used under a try-lock: a virtual thread that finds its stripe taken does not wait, it
-     * calls the native heap directly. Empty if no class is cached.
-     */
-    private final ThreadCache[] stripes;
-    /**
-     * A virtual thread that makes {@link #PROMOTE_AFTER} consecutive operations through its
-     * stripe (no other thread in between) is promoted: it gets a private cache in
-     * {@link #byThread} and takes the platform threads' fast path from then on. At most this
-     * many virtual threads hold one (the number of stripes), so a million virtual threads do
-     * not create a million caches; short-lived virtual threads never reach the streak and pay
-     * nothing. Caches of terminated virtual threads are drained like any other (see
-     * {@link #drainDeadLocked}) and give their place back.
-     */
-    private final int maxVirtualCaches;
-    /** Virtual threads' caches in {@link #registry}; guarded by the registry lock. */
-    private int virtualCaches;
-    /** Consecutive operations through a stripe after which a virtual thread is promoted. */
-    static final int PROMOTE_AFTER = 1024;
+    /** The thread caches of this heap: which one a thread uses, the stripes, the registry. */
+    private final ThreadCaches threadCaches;
+    /** {@link ThreadCaches#byThread}, read by the fast paths (plain loads, see there). */
+    private final long[][] byThread;
     private final boolean global;
     /** The configured byte limit, 0 for none; for the byte-limit refusal event. */
     private final long byteLimit;
@@ -184,11 +126,8 @@ public final class SpanHeapImpl implements HeapEngine {
     @SuppressWarnings("unused")
     private boolean closing;
 
-    /** Registered caches of platform threads; guarded by itself. */
-    private final ArrayList<ThreadCache> registry = new ArrayList<>();
-
-    /** References to the native heap; in its own padded object (see {@link RefCount}). */
-    private final RefCount refs = new RefCount();
+    /** References to the native heap: the heap's own, one per open arena or page source. */
+    private final HeapRefCount refs = new HeapRefCount();
 
     public SpanHeapImpl(long reserveBytes, long byteLimit, int reuseThresholdPercent,
                         boolean allowHugePages, int cacheBlocks, long cacheBytesPerClass, boolean global) {
@@ -235,48 +174,13 @@ public final class SpanHeapImpl implements HeapEngine {
         this.arena = MemorySegment.ofAddress(base).reinterpret(arenaSize, lifetime, null);
         this.frontier = MemorySegment.ofAddress(frontierAddress).reinterpret(8, lifetime, null);
 
-        // Magazine capacity per class: min(cacheBlocks, cacheBytesPerClass / blockSize);
-        // a class that would hold fewer than 2 blocks is not cached, nor is any class after it,
-        // so the cached classes are a prefix (classes grow with their index).
-        int n = classes.count;
-        int cached = 0;
-        while (cached < n && Math.min(cacheBlocks, cacheBytesPerClass / classes.blockSize[cached]) >= 2) {
-            cached++;
-        }
-        cachedClassCount = cached;
-        // The layout of a cache's array, see ThreadCache: class records, then per cached
-        // class EMPTY, the slots, FULL; uncached classes get no slots (limit == base). With
-        // nothing cached, class 0 still gets a record and an empty zero-slot stack, so the
-        // allocation fast path (sizes <= maxCachedSize = 0 map to class 0) finds EMPTY.
-        int records = Math.max(cached, 1);
-        cacheBase = new int[n];
-        cacheLimit = new int[n];
-        int index = ThreadCache.CLASS_RECORDS + ThreadCache.CLASS_RECORD * records;
-        for (int c = 0; c < n; c++) {
-            if (c < records) {
-                index++;                           // EMPTY sentinel
-                cacheBase[c] = index;
-                index += c < cached ? (int) Math.min(cacheBlocks, cacheBytesPerClass / classes.blockSize[c]) : 0;
-                cacheLimit[c] = index;
-                index++;                           // FULL sentinel
-            } else {
-                cacheBase[c] = index;
-                cacheLimit[c] = index;
-            }
-        }
-        cacheTemplate = ThreadCache.template(records, cacheBase, cacheLimit, classes.payloadOffset,
-                classes.payloadBytes, classes.divisor, index);
-        // 0 when nothing is cached: size 0 then maps to class 0, whose empty magazine sends the
-        // request to the slow path (-1 would let every size through the unsigned compare).
-        maxCachedSize = cached == 0 ? 0 : classes.blockSize[cached - 1];
-        caches = ThreadLocal.withInitial(this::newThreadCache);
-        int stripeCount = cachedClassCount == 0 ? 0
-                : Integer.highestOneBit(Math.max(1, 4 * Runtime.getRuntime().availableProcessors() - 1)) << 1;
-        stripes = new ThreadCache[stripeCount];
-        maxVirtualCaches = stripeCount;
-        for (int k = 0; k < stripeCount; k++) {
-            stripes[k] = new ThreadCache(cacheTemplate);
-        }
+        MagazineLayout magazines = new MagazineLayout(classes, cacheBlocks, cacheBytesPerClass);
+        this.cachedClassCount = magazines.cachedClassCount;
+        this.maxCachedSize = magazines.maxCachedSize;
+        this.cacheBase = magazines.base;
+        this.cacheLimit = magazines.limit;
+        this.threadCaches = new ThreadCaches(magazines, this::drainDead);
+        this.byThread = threadCaches.byThread;
         refreshFrontier();
     }
 
@@ -366,11 +270,11 @@ public final class SpanHeapImpl implements HeapEngine {
                 int c = classes.classOf(size);
                 if (alignment <= MIN_ALIGNMENT || classes.blockAlignment[c] >= alignment) {
                     if (cacheLimit[c] != cacheBase[c]) {
-                        long[] cache = cache();
+                        long[] cache = threadCaches.own();
                         if (cache != null) {
                             return pop(cache, c);
                         }
-                        ThreadCache stripe = lockedStripe();
+                        ThreadCache stripe = threadCaches.lockedStripe();
                         if (stripe != null) {
                             try {
                                 return pop(stripe.m, c);
@@ -403,59 +307,6 @@ public final class SpanHeapImpl implements HeapEngine {
         return address;
     }
 
-    /** {@return the calling virtual thread's stripe, locked; null if it is taken or there is none} */
-    private ThreadCache lockedStripe() {
-        ThreadCache[] s = stripes;
-        if (s.length == 0) {
-            return null;
-        }
-        Thread t = Thread.currentThread();
-        long id = t.threadId();
-        ThreadCache stripe = s[(int) id & (s.length - 1)];
-        if (!stripe.tryLock()) {
-            return null;
-        }
-        // The streak fields are guarded by the stripe's lock.
-        if (stripe.lastUser != id) {
-            stripe.lastUser = id;
-            stripe.streak = 0;
-        } else if (++stripe.streak >= PROMOTE_AFTER) {
-            // A hot virtual thread: try to give it a private cache; on failure (bound
-            // reached, table slot taken) try again only after 16 times as many operations.
-            // Its next operation finds the cache in byThread; this one still uses the stripe.
-            boolean promoted;
-            try {
-                promoted = promoteVirtual(t);
-            } catch (RuntimeException | Error e) {
-                stripe.unlock();                   // e.g. the heap closed during the drain
-                throw e;
-            }
-            stripe.streak = promoted ? 0 : -16 * PROMOTE_AFTER;
-        }
-        return stripe;
-    }
-
-    /**
-     * Gives the calling virtual thread a private cache if fewer than {@link #maxVirtualCaches}
-     * exist and its {@link #byThread} slot is free (a promoted virtual thread is found only
-     * there, never through a {@code ThreadLocal}). Called with a stripe locked: the registry
-     * lock is never held while a stripe lock is taken, so this cannot deadlock.
-     */
-    private boolean promoteVirtual(Thread t) {
-        synchronized (registry) {
-            drainDeadLocked();
-            int slot = (int) t.threadId() & (CACHE_TABLE_SIZE - 1);
-            if (virtualCaches >= maxVirtualCaches || byThread[slot] != null) {
-                return false;
-            }
-            ThreadCache cache = new ThreadCache(cacheTemplate, t);
-            virtualCaches++;
-            registry.add(cache);
-            TABLE.setRelease(byThread, slot, cache.m);
-            return true;
-        }
-    }
-
     /** {@return a segment of {@code size} bytes at {@code address}, with the heap's scope} */
     public MemorySegment segment(long address, long size) {
         long off = address - base;
@@ -482,17 +333,6 @@ public final class SpanHeapImpl implements HeapEngine {
 
     /** Scopes of the live individually mapped blocks. */
     private final OwnScopes ownScopes;
-
-    /** {@return the calling thread's cache array, created on first use; null on a virtual thread} */
-    private long[] cache() {
-        Thread t = Thread.currentThread();
-        long id = t.threadId();
-        long[] m = byThread[(int) id & (CACHE_TABLE_SIZE - 1)];   // plain, see byThread
-        if (m != null && m[ThreadCache.OWNER] == id) {
-            return m;
-        }
-        return t.isVirtual() ? null : caches.get().m;
-    }
 
     private long allocateDirect(long size, long alignment) {
         if ((boolean) CLOSING.getOpaque(this)) {
@@ -633,12 +473,12 @@ public final class SpanHeapImpl implements HeapEngine {
                 freeDirect(address);
                 return;
             }
-            long[] cache = cache();
+            long[] cache = threadCaches.own();
             if (cache != null) {
                 push(cache, c, address);
                 return;
             }
-            ThreadCache stripe = lockedStripe();
+            ThreadCache stripe = threadCaches.lockedStripe();
             if (stripe == null) {
                 freeDirect(address);               // stripe taken: the native per-carrier cache
                 return;
@@ -713,46 +553,13 @@ public final class SpanHeapImpl implements HeapEngine {
     }
 
     // =====================================================================
-    // Thread caches: registration, drain of dead threads' caches
+    // Draining thread caches: dead threads', on a failed allocation, on request
     // =====================================================================
 
-    private ThreadCache newThreadCache() {
-        ThreadCache cache = new ThreadCache(cacheTemplate, Thread.currentThread());
-        synchronized (registry) {
-            drainDeadLocked();
-            registry.add(cache);
-            int slot = (int) cache.ownerId & (CACHE_TABLE_SIZE - 1);
-            if (byThread[slot] == null) {
-                TABLE.setRelease(byThread, slot, cache.m);
-            }
-        }
-        return cache;
-    }
-
-    /** Drains and unregisters the caches of terminated threads. Caller holds the registry lock. */
-    private void drainDeadLocked() {
-        for (int i = registry.size() - 1; i >= 0; i--) {
-            ThreadCache cache = registry.get(i);
-            if (cache.isOwnerDead()) {
-                // Drain first, then remove (the registry's lock keeps drainers apart): a drainer
-                // that dies halfway (a StackOverflowError) leaves the cache registered, each
-                // class either drained or whole (drainOlder is one native call), for the next
-                // drainer; draining a drained cache again does nothing.
-                drainDead(cache);
-                registry.set(i, registry.getLast());
-                registry.removeLast();
-                if (cache.virtual) {
-                    virtualCaches--;
-                }
-                int slot = (int) cache.ownerId & (CACHE_TABLE_SIZE - 1);
-                if (byThread[slot] == cache.m) {
-                    TABLE.setRelease(byThread, slot, null);
-                }
-            }
-        }
-    }
-
-    /** Drains a terminated thread's cache; emits {@link DeadThreadCacheDrainEvent} if a recording wants it. */
+    /**
+     * Drains a terminated thread's cache; emits {@link DeadThreadCacheDrainEvent} if a recording
+     * wants it. {@link ThreadCaches} calls it under its registry lock.
+     */
     private void drainDead(ThreadCache cache) {
         DeadThreadCacheDrainEvent event = new DeadThreadCacheDrainEvent();
         if (!event.isEnabled()) {
@@ -811,22 +618,12 @@ public final class SpanHeapImpl implements HeapEngine {
 
     /** Slow path on a byte-limit or out-of-memory failure: return cached blocks, then retry. */
     private void reclaimCaches() {
-        synchronized (registry) {
-            drainDeadLocked();
-        }
-        long[] own = cache();
+        threadCaches.drainDead();
+        long[] own = threadCaches.own();
         if (own != null) {
             drainAll(own);
         }
-        for (ThreadCache stripe : stripes) {
-            if (stripe.tryLock()) {                // a taken stripe is skipped, not waited for
-                try {
-                    drainAll(stripe.m);
-                } finally {
-                    stripe.unlock();
-                }
-            }
-        }
+        threadCaches.forEachFreeStripe(this::drainAll);
     }
 
     /** Drains the calling thread's cache (if it has one) and those of terminated threads. */
@@ -885,49 +682,11 @@ public final class SpanHeapImpl implements HeapEngine {
 
     public HeapStats stats() {
         try {
-            long[] cached = new long[classes.count];
-            synchronized (registry) {
-                drainDeadLocked();
-                for (ThreadCache cache : registry) {
-                    for (int c = 0; c < cachedClassCount; c++) {
-                        cached[c] += cache.topOpaque(c) - cacheBase[c];
-                    }
-                }
-                for (ThreadCache stripe : stripes) {
-                    for (int c = 0; c < cachedClassCount; c++) {
-                        cached[c] += stripe.topOpaque(c) - cacheBase[c];
-                    }
-                }
-            }
+            long[] cached = threadCaches.cachedBlocks(classes.count, cachedClassCount, cacheBase);
             try (Arena tmp = Arena.ofConfined()) {
                 MemorySegment s = tmp.allocate(SpanLayout.SH_HEAP_STATS);
                 NativeHeap.stats(handle, s);
-                long cachedBytes = 0;
-                List<HeapStats.SizeClass> perClass = new ArrayList<>(classes.count);
-                for (int c = 0; c < classes.count; c++) {
-                    long live = s.get(JAVA_LONG, SpanLayout.STATS_CLASS_LIVE_BLOCKS + 8L * c);
-                    long spans = s.get(JAVA_LONG, SpanLayout.STATS_CLASS_SPANS + 8L * c);
-                    cachedBytes += cached[c] * classes.blockSize[c];
-                    perClass.add(new HeapStats.SizeClass(c, classes.blockSize[c],
-                            Math.max(0, live - cached[c]), cached[c], spans));
-                }
-                return new HeapStats(
-                        s.get(JAVA_LONG, SpanLayout.STATS_RESERVED),
-                        s.get(JAVA_LONG, SpanLayout.STATS_COMMITTED),
-                        s.get(JAVA_LONG, SpanLayout.STATS_RESIDENT),
-                        Math.max(0, s.get(JAVA_LONG, SpanLayout.STATS_LIVE) - cachedBytes),
-                        cachedBytes,
-                        s.get(JAVA_LONG, SpanLayout.STATS_LARGE_BYTES),
-                        s.get(JAVA_LONG, SpanLayout.STATS_LARGE_COUNT),
-                        s.get(JAVA_LONG, SpanLayout.STATS_LIMIT),
-                        s.get(JAVA_LONG, SpanLayout.STATS_LIMITED),
-                        s.get(JAVA_LONG, SpanLayout.STATS_SPANS_CARVED),
-                        s.get(JAVA_LONG, SpanLayout.STATS_SPANS_HOT),
-                        s.get(JAVA_LONG, SpanLayout.STATS_SPANS_FLOATING),
-                        s.get(JAVA_LONG, SpanLayout.STATS_SPANS_REUSABLE),
-                        s.get(JAVA_LONG, SpanLayout.STATS_SPANS_FREE),
-                        s.get(JAVA_LONG, SpanLayout.STATS_MADVISE_CALLS),
-                        perClass);
+                return HeapStatsReader.read(s, classes, cached);
             }
         } catch (IllegalStateException e) {
             throw closedOr(e);
@@ -958,8 +717,8 @@ public final class SpanHeapImpl implements HeapEngine {
     // =====================================================================
 
     @Override
-    public org.spanheap.Engine kind() {
-        return org.spanheap.Engine.NATIVE;
+    public Engine kind() {
+        return Engine.NATIVE;
     }
 
     public boolean isGlobal() {
@@ -1030,55 +789,6 @@ public final class SpanHeapImpl implements HeapEngine {
                 throw e;
             }
             // closed concurrently: sh_heap_destroy reclaims the rest
-        }
-    }
-
-    /**
-     * A reference count alone on its cache lines: arenas CAS it when they open and close, and it
-     * must not share a line with the read-only fields every allocation reads (field layout puts
-     * the padding of the superclasses before and after the count).
-     */
-    @SuppressWarnings("unused")
-    private static class RefCountPadBefore {
-        long p00, p01, p02, p03, p04, p05, p06, p07;
-        long p10, p11, p12, p13, p14, p15, p16;
-    }
-
-    private static class RefCountValue extends RefCountPadBefore {
-        /** 1 for the heap itself + 1 per open arena; 0 = destroyed. CAS / getAndAdd (volatile). */
-        volatile int count = 1;
-    }
-
-    @SuppressWarnings("unused")
-    private static class RefCountPadAfter extends RefCountValue {
-        long q00, q01, q02, q03, q04, q05, q06, q07;
-        long q10, q11, q12, q13, q14, q15, q16;
-    }
-
-    private static final class RefCount extends RefCountPadAfter {
-        private static final VarHandle COUNT;
-        static {
-            try {
-                COUNT = MethodHandles.lookup().findVarHandle(RefCountValue.class, "count", int.class);
-            } catch (ReflectiveOperationException e) {
-                throw new ExceptionInInitializerError(e);
-            }
-        }
-
-        boolean tryAcquire() {
-            int v;
-            do {
-                v = count;                          // volatile load
-                if (v <= 0) {
-                    return false;
-                }
-            } while (!COUNT.compareAndSet(this, v, v + 1));
-            return true;
-        }
-
-        /** {@return whether this release dropped the last reference} */
-        boolean release() {
-            return (int) COUNT.getAndAdd(this, -1) == 1;
         }
     }
 }

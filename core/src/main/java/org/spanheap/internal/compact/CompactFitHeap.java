@@ -7,9 +7,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import org.spanheap.CompactingHeapStats;
 import org.spanheap.StaleHandleException;
+import org.spanheap.internal.EagerClassInit;
 import org.spanheap.internal.HeapEngine;
 import org.spanheap.internal.MemoryReleaseEvent;
-import org.spanheap.internal.SpanHeapImpl;
 import org.spanheap.internal.Zeroing;
 
 /**
@@ -55,8 +55,8 @@ import org.spanheap.internal.Zeroing;
  */
 public final class CompactFitHeap {
 
-    static { // slow-path classes, initialized before a deep caller can poison them (see SpanHeapImpl)
-        SpanHeapImpl.initializeNow(CompactionRoundEvent.class, EpochChangeEvent.class, MemoryReleaseEvent.class,
+    static { // slow-path classes, initialized before a deep caller can poison them (see EagerClassInit)
+        EagerClassInit.initialize(CompactionRoundEvent.class, EpochChangeEvent.class, MemoryReleaseEvent.class,
                 StaleHandleException.class);
     }
 
