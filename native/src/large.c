@@ -16,7 +16,13 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "internal.h"
+#include "large.h"
+
+#include "errors.h"
+#include "heap_types.h"
+#include "limit.h"
+#include "metadata.h"
+#include "os.h"
 
 #define EMPTY 0u
 #define TOMB 1u

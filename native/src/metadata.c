@@ -10,7 +10,7 @@
  */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "metadata.h"
 
 void *sh_meta_alloc(size_t size, size_t alignment)
 {

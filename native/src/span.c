@@ -45,7 +45,14 @@
  * thread use acq_rel so both sides see each other's plain writes. Failed
  * CASes are relaxed: the loop re-reads and recomputes everything.
  */
-#include "internal.h"
+#include "span.h"
+
+#include "arena.h"
+#include "errors.h"
+#include "heap_types.h"
+#include "limit.h"
+#include "size_class.h"
+#include "span_pool.h"
 
 #define AO_RELAXED memory_order_relaxed
 #define AO_ACQ_REL memory_order_acq_rel
