@@ -10,9 +10,9 @@
  * calling thread is bound to the heap (its one-entry LAB cache names it),
  * binding it, a LAB for threads that cannot have their own, the inline
  * small-block fast path, fork handlers, and the core's metadata memory
- * (metadata.h: an embedder that is malloc defines
- * sh_meta_alloc, sh_meta_calloc, sh_meta_realloc and sh_meta_free itself
- * and links them instead of metadata.c).
+ * (metadata.h: an embedder that is malloc defines sh_meta_alloc,
+ * sh_meta_calloc, sh_meta_realloc and sh_meta_free itself and links them
+ * instead of metadata.c).
  *
  * Also for embedders, from base.h: the constants SH_MAX_SMALL (largest
  * size class), SH_PAGE, SH_DEFAULT_RESERVE, the fork phases SH_FORK_*, and
