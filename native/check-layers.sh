@@ -3,7 +3,7 @@
 # (or reads data of) a file that is not below it. FILEs are the core's
 # sources, bottom layer first (the Makefile's LAYERS); OBJDIR holds their
 # objects, one per source, named after it (os.c -> OBJDIR/os.o). Symbols
-# come from nm, so inline functions of internal.h count where they are
+# come from nm, so inline functions of the headers count where they are
 # expanded. docs/native-core.md, "Layers", explains the order.
 set -eu
 dir=$1

@@ -5,7 +5,7 @@
  * struct, the LAB table, LABs, the large-object table, per-thread lookup
  * tables) from malloc: malloc is the shim itself. meta.c defines the core's
  * metadata functions (sh_meta_alloc, sh_meta_calloc, sh_meta_realloc,
- * sh_meta_free; declared in src/internal.h) and is linked in place of the
+ * sh_meta_free; declared in src/metadata.h) and is linked in place of the
  * core's src/metadata.c. The shim also serves from here what libc asks for
  * while the shim is busy in the core or initialising (recursion), so
  * free() recognises these blocks by address.

@@ -18,9 +18,13 @@
  * whole 2 MiB with one huge page and inflate RSS up to 128x for small
  * classes, and khugepaged would undo our madvise of free spans.
  */
+#include <stdbool.h>
 #include <sys/mman.h>
 
-#include "internal.h"
+#include "arena.h"
+
+#include "base.h"
+#include "os.h"
 
 int sh_arena_init(sh_arena *a, size_t reserve, int allow_huge_pages)
 {

@@ -10,23 +10,28 @@
  * calling thread is bound to the heap (its one-entry LAB cache names it),
  * binding it, a LAB for threads that cannot have their own, the inline
  * small-block fast path, fork handlers, and the core's metadata memory
- * (internal.h, "metadata memory": an embedder that is malloc defines
- * sh_meta_alloc, sh_meta_calloc, sh_meta_realloc and sh_meta_free itself
- * and links them instead of metadata.c).
+ * (metadata.h: an embedder that is malloc defines sh_meta_alloc,
+ * sh_meta_calloc, sh_meta_realloc and sh_meta_free itself and links them
+ * instead of metadata.c).
  *
- * Also for embedders, from internal.h: the constants SH_MAX_SMALL (largest
- * size class), SH_PAGE, SH_DEFAULT_RESERVE, and the attribute macros
- * SH_LIKELY, SH_UNLIKELY, SH_NOINLINE, SH_COLD.
+ * Also for embedders, from base.h: the constants SH_MAX_SMALL (largest
+ * size class), SH_PAGE, SH_DEFAULT_RESERVE, the fork phases SH_FORK_*, and
+ * the attribute macros SH_LIKELY, SH_UNLIKELY, SH_NOINLINE, SH_COLD.
  *
- * The inline functions below need the core's types, hence internal.h; an
- * embedder uses only the names listed here.
+ * The inline functions below need the core's types and fast paths, hence
+ * the headers of frontend.c, size_class.c and large.c; an embedder uses
+ * only the names listed here.
  */
 #ifndef SH_EMBED_H
 #define SH_EMBED_H
 
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
+#include "frontend.h"
+#include "large.h"
+#include "metadata.h"
+#include "size_class.h"
 
 /* ---- binding the calling thread to a heap ------------------------------ */
 

@@ -4,7 +4,9 @@
  * binding (through sh_error_name) read this table; nobody keeps a copy.
  * A bottom layer: it calls nothing of the core.
  */
-#include "internal.h"
+#include "errors.h"
+
+#include "base.h"
 
 static __thread int last_error;
 

@@ -7,7 +7,11 @@
  * in the child and keep their hot spans). A top layer: it reaches every
  * layer that owns a lock.
  */
+#include "arena.h"
 #include "embed.h" /* declares sh_fork_* */
+#include "frontend.h"
+#include "heap_registry.h"
+#include "large.h"
 
 static void heaps_fork(int phase)
 {

@@ -20,7 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "embed.h" /* declares sh_thread_exited */
+#include "frontend.h"
+
+#include "errors.h"
+#include "heap_registry.h"
+#include "metadata.h"
+#include "span.h"
 
 sh_span sh_no_span;
 

@@ -11,7 +11,15 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "internal.h"
+#include "arena.h"
+#include "errors.h"
+#include "frontend.h"
+#include "heap_registry.h"
+#include "large.h"
+#include "metadata.h"
+#include "size_class.h"
+#include "span.h"
+#include "span_pool.h"
 
 /* ---- ABI version ----------------------------------------------------- */
 

@@ -8,7 +8,9 @@
  * lock, so a thread-exit destructor holding it cannot see a heap that is
  * being torn down. A bottom layer: it calls nothing of the core.
  */
-#include "internal.h"
+#include "heap_registry.h"
+
+#include "heap_types.h"
 
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
 static sh_heap *registry_head;

@@ -6,7 +6,7 @@
  * records every live mapping, so sh_free / sh_usable_size recognise large
  * objects and reject unknown pointers without touching them.
  *
- * A few freed mappings are kept for reuse (bounds in internal.h): a program
+ * A few freed mappings are kept for reuse (bounds in heap_types.h): a program
  * that allocates and frees a 4 MiB buffer in a loop would otherwise pay an
  * mmap, a munmap and the TLB shootdown every time (~15 us against ~50 ns for
  * glibc, which keeps such chunks). Kept mappings serve only requests that
@@ -16,7 +16,13 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "internal.h"
+#include "large.h"
+
+#include "errors.h"
+#include "heap_types.h"
+#include "limit.h"
+#include "metadata.h"
+#include "os.h"
 
 #define EMPTY 0u
 #define TOMB 1u

@@ -4,7 +4,9 @@
  * a large object is mapped) and given back when it returns. A bottom
  * layer: the span and large-object layers call it, it calls nothing.
  */
-#include "internal.h"
+#include "limit.h"
+
+#include "heap_types.h"
 
 bool sh_limit_acquire(sh_heap *h, size_t bytes)
 {

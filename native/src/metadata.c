@@ -2,7 +2,7 @@
  * metadata.c — memory for the core's own metadata (the heap struct, the
  * LAB table and LABs, the large-object table, the per-thread lookup
  * tables), from libc. Every such allocation of the core goes through the
- * four functions of internal.h's "metadata memory" section.
+ * four functions of metadata.h.
  *
  * An embedder that cannot let the core call malloc -- the malloc shim, which
  * is malloc -- links its own definitions of these functions instead of this
@@ -10,7 +10,7 @@
  */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "metadata.h"
 
 void *sh_meta_alloc(size_t size, size_t alignment)
 {

@@ -21,9 +21,12 @@
  * the same kind is allowed but then which call fails is a matter of timing.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 
-#include "internal.h"
+#include "os.h"
+
+#include "base.h"
 
 typedef struct os_counter {
     _Atomic uint64_t calls;     /* calls made so far, failed ones included */

@@ -16,7 +16,11 @@
  *   8 blocks (2 MiB, the whole virtual span, for the biggest classes). Few
  *   distinct real sizes, so free spans are shared by many classes.
  */
-#include "internal.h"
+#include <pthread.h>
+
+#include "size_class.h"
+
+#include "base.h"
 
 const uint32_t sh_real_sizes[SH_NUM_REAL] = {16u << 10, 64u << 10, 256u << 10, 1u << 20, 2u << 20};
 

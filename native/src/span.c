@@ -5,7 +5,7 @@
  * owner's private local free list (only while HOT; it also holds the chunk
  * of never-used blocks that sh_span_extend moved there), the never-used
  * bump region [bump, block_count), the shared free list in the anchor word
- * (see internal.h for its layout), or a freeing thread's deferred chain
+ * (see span_header.h for its layout), or a freeing thread's deferred chain
  * (frontend.c; not yet counted in the anchor). Every state change
  * and every shared-list push is one CAS on the anchor, so a free racing
  * with a state change is serialised (LRMalloc's anchor technique with
@@ -37,7 +37,7 @@
  *
  * Layering: span.c calls down into span_pool.c (free spans), arena.c (new
  * spans), limit.c and errors.c; nothing below calls back up. The reusable
- * sets it keeps are fields of sh_lab (internal.h), not frontend.c's code.
+ * sets it keeps are fields of sh_lab (heap_types.h), not frontend.c's code.
  *
  * Memory orders: pushes use release so the taker (acquire) sees the link
  * written into the block and the user's last writes before the free; state
@@ -45,7 +45,14 @@
  * thread use acq_rel so both sides see each other's plain writes. Failed
  * CASes are relaxed: the loop re-reads and recomputes everything.
  */
-#include "internal.h"
+#include "span.h"
+
+#include "arena.h"
+#include "errors.h"
+#include "heap_types.h"
+#include "limit.h"
+#include "size_class.h"
+#include "span_pool.h"
 
 #define AO_RELAXED memory_order_relaxed
 #define AO_ACQ_REL memory_order_acq_rel

@@ -38,7 +38,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "span_pool.h"
+
+#include "heap_types.h"
+#include "metadata.h"
+#include "os.h"
 
 #define TAG_SHIFT 48
 #define PTR_MASK (((uint64_t)1 << TAG_SHIFT) - 1)

@@ -33,7 +33,7 @@ public sealed interface HeapEngine permits SpanHeapImpl, MallocEngine {
      * Blocks larger than this get a scope of their own, closed by their free, so that a use
      * after free throws instead of touching unmapped memory: the native core maps them for
      * themselves and unmaps them on free (it keeps no freed mapping over
-     * {@code SH_LARGE_CACHE_ONE}, 32 MiB, internal.h), and so does glibc's malloc for every
+     * {@code SH_LARGE_CACHE_ONE}, 32 MiB, heap_types.h), and so does glibc's malloc for every
      * block over its largest mmap threshold (32 MiB on 64-bit). 64 KiB below 32 MiB, so that a
      * block whose mapping just crosses it (header, page rounding) is counted in.
      */

@@ -1,0 +1,121 @@
+/*
+ * heap_types.h — the heap and the per-thread and large-object structures
+ * it holds: struct sh_heap, the LAB (sh_lab) and the large-object table.
+ * Their fields are read across layers (limit.c reads the heap's byte
+ * limit, span.c a LAB's reusable set and spare spans, frontend.c its hot
+ * spans), so they are defined here, below every file that reads them, and
+ * not in the header of the layer that owns them; the functions are in the
+ * layers' headers (frontend.h, large.h, ...).
+ */
+#ifndef SH_HEAP_TYPES_H
+#define SH_HEAP_TYPES_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "base.h"
+#include "span_header.h"
+
+/* ---- LAB (local allocation buffer, one per thread per heap) -------------- */
+
+/* A deferred free chain: blocks of one span (not the LAB's hot span for
+ * that class), already free-marked and linked through word 0, that the LAB
+ * hands to the span's anchor in one CAS when a free of the same class hits
+ * another span, when it allocates that class on its slow path, or when it
+ * is released (sh_lab_flush). */
+typedef struct sh_pending {
+    sh_span *span;                /* NULL: no chain                         */
+    void *first, *last;
+    uint32_t k;                   /* blocks in the chain                    */
+    uint32_t unused;
+} sh_pending;
+
+typedef struct sh_lab {
+    sh_span *hot[SH_NUM_CLASSES]; /* &sh_no_span: none                   */
+    sh_pending pend[SH_NUM_CLASSES]; /* owner thread only                   */
+    /* per-class counters: written only by the owning thread (plain load +
+     * store, no lock prefix), read by sh_stats */
+    _Atomic uint64_t allocs[SH_NUM_CLASSES];
+    _Atomic uint64_t frees[SH_NUM_CLASSES];
+    pthread_mutex_t lock;         /* guards reusable[] and closed           */
+    sh_span *reusable[SH_NUM_CLASSES];
+    _Atomic int closed;           /* owner thread exited (LAB idle)         */
+    bool defer;                   /* bound to a thread that flushes it: frees
+                                     may use pend[] (see sh_lab_flush) and
+                                     empty spans may stay in spare[]         */
+    sh_span *spare[SH_SPARE_REAL]; /* one empty span per small real size,
+                                     owner thread only (span_pool.c)        */
+    unsigned idx;                 /* 1..SH_MAX_LABS                         */
+    unsigned core;                /* span pool stripe                       */
+    struct sh_lab *free_next;     /* heap's idle-LAB list                   */
+} sh_lab;
+
+/* ---- large objects ------------------------------------------------------- */
+
+typedef struct sh_large_entry {
+    uintptr_t ptr;                /* 0 empty, 1 tombstone                   */
+    size_t size;                  /* bytes mapped at ptr                    */
+} sh_large_entry;
+
+/* Freed mappings kept for reuse (glibc keeps freed large chunks too): at
+ * most SH_LARGE_CACHE of them, each at most SH_LARGE_CACHE_ONE bytes, in all
+ * at most SH_LARGE_CACHE_BYTES. They count as committed, not as live, and
+ * not against the byte limit. */
+#define SH_LARGE_CACHE 8
+#define SH_LARGE_CACHE_ONE ((size_t)32 << 20)
+#define SH_LARGE_CACHE_BYTES ((size_t)64 << 20)
+
+typedef struct sh_large_table {
+    pthread_mutex_t lock;
+    sh_large_entry *v;
+    size_t cap, used, tomb;
+    sh_large_entry cache[SH_LARGE_CACHE]; /* ptr 0 = unused slot         */
+    size_t cache_bytes;
+} sh_large_table;
+
+/* ---- heap ---------------------------------------------------------------- */
+
+/* the span pool's stacks (span_pool.h); the heap holds only a pointer */
+typedef struct sh_pool_stack sh_pool_stack;
+
+struct sh_heap {
+    uint64_t gen;                 /* unique per heap instance (TLS check)   */
+    uint64_t free_key;
+    sh_arena arena;
+    size_t byte_limit;
+    sh_error_fn on_error;
+    void *on_error_ctx;
+    uint32_t reuse_thr[SH_NUM_CLASSES]; /* free blocks to become reusable */
+
+    sh_pool_stack *pool;          /* [SH_NUM_REAL][ncores]                  */
+    unsigned ncores;
+
+    _Atomic(sh_lab *) *labs;      /* [SH_MAX_LABS + 1], index 0 unused      */
+    _Alignas(64) pthread_mutex_t lab_lock; /* guards nlabs and idle_labs    */
+    unsigned nlabs;
+    sh_lab *idle_labs;
+
+    sh_large_table large;
+
+    /* slow-path counters (span events, not block events): relaxed atomics,
+     * on their own cache lines, away from the read-mostly fields above that
+     * every sh_alloc/sh_free reads */
+    _Alignas(64) _Atomic int64_t limited;
+    _Atomic int64_t n_hot, n_floating, n_reusable, n_free;
+    _Atomic int64_t class_spans[SH_NUM_CLASSES];
+    _Atomic int64_t resident;
+    _Atomic int64_t advised;
+    _Atomic int64_t pool_kept;    /* resident bytes of pooled spans that
+                                     reached the madvise threshold           */
+    _Atomic uint64_t madvise_calls;
+    _Atomic int64_t large_bytes, large_count;
+    _Atomic int64_t large_cached;  /* bytes of freed mappings kept (large.c) */
+
+    struct sh_heap *reg_next;     /* registry of live heaps                 */
+};
+
+#endif /* SH_HEAP_TYPES_H */

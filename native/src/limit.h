@@ -1,0 +1,16 @@
+/*
+ * limit.h — the byte limit (limit.c).
+ */
+#ifndef SH_LIMIT_H
+#define SH_LIMIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "spanheap.h"
+
+/* limit.c: false if bytes more would exceed the heap's byte limit */
+bool sh_limit_acquire(sh_heap *h, size_t bytes);
+void sh_limit_release(sh_heap *h, size_t bytes);
+
+#endif /* SH_LIMIT_H */

@@ -1,0 +1,26 @@
+/*
+ * span.h — spans in use: span header, remote free list, state transitions
+ * (anchor); taking spans from the pool, giving them back (span.c). The
+ * header's layout is in span_header.h.
+ */
+#ifndef SH_SPAN_H
+#define SH_SPAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "heap_types.h"
+
+sh_span *sh_span_acquire(sh_heap *h, sh_lab *lab, unsigned cls);
+void sh_lab_drop_spares(sh_heap *h, sh_lab *lab);
+void sh_span_init(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls);
+void sh_span_free_chain(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls, void *first,
+                        void *last, uint32_t k);
+bool sh_span_collect(sh_span *s, sh_lab *lab);
+bool sh_span_extend(sh_heap *h, sh_span *s);
+bool sh_span_retire(sh_heap *h, sh_lab *lab, sh_span *s);
+void sh_span_detach(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls);
+sh_span *sh_span_take_reusable(sh_heap *h, sh_lab *lab, unsigned cls);
+void sh_lab_close_reusable(sh_heap *h, sh_lab *lab);
+
+#endif /* SH_SPAN_H */
