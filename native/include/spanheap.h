@@ -247,7 +247,8 @@ uint64_t sh_abi_sizeof(int which);
  * For tests of the error paths (docs/testing.md, "Fault injection"): makes
  * the core's own calls of one kind to the OS fail with ENOMEM, as the OS
  * would. Process-wide, for every heap; not for production use. */
-#define SH_OS_MMAP 1     /* heap creation (arena reservation), large objects */
+#define SH_OS_MMAP 1     /* heap creation (arena reservation), large objects
+                           (mmap; mremap when a kept one grows)            */
 #define SH_OS_MPROTECT 2 /* committing the next 16 MiB of an arena           */
 #define SH_OS_MADVISE 3  /* giving a free span's pages back; MADV_NOHUGEPAGE  */
 

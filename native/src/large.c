@@ -9,9 +9,13 @@
  * A few freed mappings are kept for reuse (bounds in heap_types.h): a program
  * that allocates and frees a 4 MiB buffer in a loop would otherwise pay an
  * mmap, a munmap and the TLB shootdown every time (~15 us against ~50 ns for
- * glibc, which keeps such chunks). Kept mappings serve only requests that
- * need page alignment at most; a reused one is at most 1/4 larger than the
- * request.
+ * glibc, which keeps such chunks), and a page fault for every page it
+ * touches again. Kept mappings serve only requests that need page alignment
+ * at most: the smallest kept one that holds the request, its tail beyond
+ * the request unmapped; if none holds it, the largest one grown by mremap
+ * (its pages stay resident: only the new part faults). So a program that
+ * cycles through buffers of varying sizes (mimalloc-bench's malloc-large:
+ * 5-25 MiB) faults only for the growth, not for every buffer.
  */
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -111,30 +115,56 @@ static bool insert(sh_large_table *t, uintptr_t p, size_t size) /* lock held */
     return true;
 }
 
-/* Takes the smallest kept mapping that fits usable and wastes at most a
- * quarter, moving it to the live table; NULL if none. Lock held. */
-static void *cache_take(sh_heap *h, size_t usable, size_t *got)
+/* Removes a kept mapping from the cache for a request of usable bytes: the
+ * smallest that holds it, else the largest; false if none is kept. Lock
+ * held. */
+static bool cache_pick(sh_heap *h, size_t usable, sh_large_entry *out)
 {
     sh_large_table *t = &h->large;
-    int best = -1;
+    int fit = -1, largest = -1;
     for (int i = 0; i < SH_LARGE_CACHE; i++) {
         size_t sz = t->cache[i].size;
-        if (t->cache[i].ptr && sz >= usable && sz - usable <= usable / 4 &&
-            (best < 0 || sz < t->cache[best].size))
-            best = i;
+        if (!t->cache[i].ptr)
+            continue;
+        if (sz >= usable && (fit < 0 || sz < t->cache[fit].size))
+            fit = i;
+        if (largest < 0 || sz > t->cache[largest].size)
+            largest = i;
     }
-    if (best < 0)
-        return NULL;
-    sh_large_entry e = t->cache[best];
-    if (!sh_limit_acquire(h, e.size) || !insert(t, e.ptr, e.size)) {
-        return NULL; /* limit or table growth failed: leave it kept */
-    }
-    t->cache[best].ptr = 0;
-    t->cache_bytes -= e.size;
+    int pick = fit >= 0 ? fit : largest;
+    if (pick < 0)
+        return false;
+    *out = t->cache[pick];
+    t->cache[pick].ptr = 0;
+    t->cache_bytes -= out->size;
     /* relaxed: statistics only */
-    atomic_fetch_sub_explicit(&h->large_cached, (int64_t)e.size, memory_order_relaxed);
-    *got = e.size;
-    return (void *)e.ptr;
+    atomic_fetch_sub_explicit(&h->large_cached, (int64_t)out->size, memory_order_relaxed);
+    return true;
+}
+
+/* A kept mapping made exactly usable bytes long (tail unmapped, or grown by
+ * mremap); NULL if none is kept or the growth failed (the kept one is then
+ * unmapped). Called without the lock: the system calls run outside it. */
+static void *reuse_kept(sh_heap *h, size_t usable)
+{
+    sh_large_entry e;
+    pthread_mutex_lock(&h->large.lock);
+    bool picked = cache_pick(h, usable, &e);
+    pthread_mutex_unlock(&h->large.lock);
+    if (!picked)
+        return NULL;
+    char *p = (char *)e.ptr;
+    if (e.size > usable) {
+        sh_os_unmap(p + usable, e.size - usable);
+    } else if (e.size < usable) {
+        char *q = sh_os_remap(p, e.size, usable);
+        if (!q) {
+            sh_os_unmap(p, e.size);
+            return NULL;
+        }
+        p = q;
+    }
+    return p;
 }
 
 /* Keeps a freed mapping for reuse if the bounds allow; false: unmap it. */
@@ -163,37 +193,28 @@ void *sh_large_alloc(sh_heap *h, size_t size, size_t alignment)
         usable = SH_PAGE;
     if (alignment < SH_PAGE)
         alignment = SH_PAGE;
-    if (alignment == SH_PAGE) {
-        size_t got = 0;
-        pthread_mutex_lock(&h->large.lock);
-        void *p = cache_take(h, usable, &got);
-        pthread_mutex_unlock(&h->large.lock);
-        if (p) {
-            /* relaxed: statistics only */
-            atomic_fetch_add_explicit(&h->large_bytes, (int64_t)got, memory_order_relaxed);
-            atomic_fetch_add_explicit(&h->large_count, 1, memory_order_relaxed);
-            sh_large_last_reused = 1;
-            return p;
-        }
-    }
     if (!sh_limit_acquire(h, usable)) {
         sh_set_error(SH_E_LIMIT);
         return NULL;
     }
-    size_t map_len = usable + (alignment > SH_PAGE ? alignment : 0);
-    char *m = sh_os_map(map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
-    if (!m) {
-        sh_limit_release(h, usable);
-        sh_set_error(SH_E_NOMEM);
-        return NULL;
-    }
-    char *p = (char *)(((uintptr_t)m + alignment - 1) & ~(uintptr_t)(alignment - 1));
-    if (map_len != usable) {
-        if (p > m)
-            sh_os_unmap(m, (size_t)(p - m));
-        size_t tail = map_len - (size_t)(p - m) - usable;
-        if (tail)
-            sh_os_unmap(p + usable, tail);
+    char *p = alignment == SH_PAGE ? reuse_kept(h, usable) : NULL;
+    int reused = p != NULL;
+    if (!p) {
+        size_t map_len = usable + (alignment > SH_PAGE ? alignment : 0);
+        char *m = sh_os_map(map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
+        if (!m) {
+            sh_limit_release(h, usable);
+            sh_set_error(SH_E_NOMEM);
+            return NULL;
+        }
+        p = (char *)(((uintptr_t)m + alignment - 1) & ~(uintptr_t)(alignment - 1));
+        if (map_len != usable) {
+            if (p > m)
+                sh_os_unmap(m, (size_t)(p - m));
+            size_t tail = map_len - (size_t)(p - m) - usable;
+            if (tail)
+                sh_os_unmap(p + usable, tail);
+        }
     }
     pthread_mutex_lock(&h->large.lock);
     bool ok = insert(&h->large, (uintptr_t)p, usable);
@@ -207,7 +228,7 @@ void *sh_large_alloc(sh_heap *h, size_t size, size_t alignment)
     /* relaxed: statistics only */
     atomic_fetch_add_explicit(&h->large_bytes, (int64_t)usable, memory_order_relaxed);
     atomic_fetch_add_explicit(&h->large_count, 1, memory_order_relaxed);
-    sh_large_last_reused = 0;
+    sh_large_last_reused = reused;
     return p;
 }
 

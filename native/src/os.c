@@ -79,6 +79,16 @@ bool sh_os_advise(void *p, size_t len, int advice)
     return madvise(p, len, advice) == 0;
 }
 
+void *sh_os_remap(void *p, size_t old_len, size_t new_len)
+{
+    if (SH_UNLIKELY(os_call_fails(SH_OS_MMAP))) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *q = mremap(p, old_len, new_len, MREMAP_MAYMOVE);
+    return q == MAP_FAILED ? NULL : q;
+}
+
 void sh_os_unmap(void *p, size_t len)
 {
     /* munmap of a range we mapped fails only for bad arguments; nothing to

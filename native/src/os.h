@@ -15,5 +15,9 @@ void *sh_os_map(size_t len, int prot, int flags);
 bool sh_os_protect(void *p, size_t len, int prot); /* mprotect; false: failed */
 bool sh_os_advise(void *p, size_t len, int advice); /* madvise; false: failed  */
 void sh_os_unmap(void *p, size_t len);
+/* mremap(p, old_len, new_len, MREMAP_MAYMOVE): the mapping's pages move
+ * along, resident ones stay resident; NULL on failure (p is then unchanged).
+ * Counted and injected as SH_OS_MMAP: it maps memory. */
+void *sh_os_remap(void *p, size_t old_len, size_t new_len);
 
 #endif /* SH_OS_H */

@@ -250,6 +250,11 @@ static void test_bad_frees(void)
     CHECK_EQ(cb_calls, 3);
 
     /* large objects */
+    /* over SH_LARGE_CACHE_ONE: unmapped at once, nothing remembers it */
+    void *huge = sh_alloc(h, (size_t)40 << 20);
+    REQUIRE(huge != NULL);
+    CHECK_EQ(sh_free_checked(h, huge), SH_OK);
+    CHECK_EQ(sh_free_checked(h, huge), -SH_E_NOT_OWNED);
     void *big = sh_alloc(h, (size_t)3 << 20);
     REQUIRE(big != NULL);
     memset(big, 7, (size_t)3 << 20);
@@ -259,14 +264,10 @@ static void test_bad_frees(void)
     /* kept for reuse: a second free is recognised as a double free */
     CHECK_EQ(sh_free_checked(h, big), -SH_E_DOUBLE_FREE);
     CHECK_EQ(sh_usable_size(h, big), 0);
-    /* over SH_LARGE_CACHE_ONE: unmapped at once, nothing remembers it */
-    void *huge = sh_alloc(h, (size_t)40 << 20);
-    REQUIRE(huge != NULL);
-    CHECK_EQ(sh_free_checked(h, huge), SH_OK);
-    CHECK_EQ(sh_free_checked(h, huge), -SH_E_NOT_OWNED);
 
-    /* a freed large mapping is kept and serves the next request that fits
-     * (at most 1/4 larger); it counts as committed, not as live */
+    /* a freed large mapping is kept and serves the next request: the
+     * smallest that holds it (tail unmapped), else the largest, grown; it
+     * counts as committed, not as live */
     sh_heap_stats lst;
     sh_stats(h, &lst);
     CHECK_EQ(lst.large_bytes, 0);
@@ -278,10 +279,23 @@ static void test_bad_frees(void)
     REQUIRE(bigger != NULL);
     CHECK(bigger != big);
     CHECK_EQ(sh_free_checked(h, bigger), SH_OK);
-    void *smaller = sh_alloc(h, (size_t)2 << 20); /* 4 MiB kept one wastes > 1/4 */
+    void *smaller = sh_alloc(h, (size_t)2 << 20); /* the 4 MiB kept one, trimmed */
     REQUIRE(smaller != NULL);
-    CHECK(smaller != bigger);
+    CHECK(smaller == bigger);
+    CHECK_EQ(sh_usable_size(h, smaller), (size_t)2 << 20);
+    memset(smaller, 0x5a, (size_t)2 << 20);
     CHECK_EQ(sh_free_checked(h, smaller), SH_OK);
+    /* none kept holds 3 MiB: the 2 MiB one grows (mremap), its pages along */
+    void *grown = sh_alloc(h, (size_t)3 << 20);
+    REQUIRE(grown != NULL);
+    CHECK_EQ(sh_usable_size(h, grown), (size_t)3 << 20);
+    CHECK_EQ(((unsigned char *)grown)[0], 0x5a);
+    CHECK_EQ(((unsigned char *)grown)[((size_t)2 << 20) - 1], 0x5a);
+    CHECK_EQ(((unsigned char *)grown)[((size_t)3 << 20) - 1], 0); /* the new part */
+    memset(grown, 1, (size_t)3 << 20);
+    sh_stats(h, &lst);
+    CHECK_EQ(lst.large_bytes, (size_t)6 << 20); /* grown and again */
+    CHECK_EQ(sh_free_checked(h, grown), SH_OK);
     CHECK_EQ(sh_free_checked(h, again), SH_OK);
     CHECK_EQ(sh_free_checked(h, again), -SH_E_DOUBLE_FREE);
 
