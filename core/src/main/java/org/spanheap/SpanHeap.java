@@ -314,9 +314,10 @@ public final class SpanHeap implements AutoCloseable {
     /**
      * Frees a segment that {@code allocate} or {@code allocateUninitialized} of this heap
      * returned. Any thread may free any block. The segment (and slices of it) must not be
-     * accessed afterwards: the memory may be handed out again. A block of more than
-     * 32 MiB less 64 KiB, which is mapped for itself and unmapped here, has a scope of its
-     * own that this method closes: an access after the free throws
+     * accessed afterwards: the memory may be handed out again. A large block (over 1 MiB, or
+     * aligned above 4 KiB; with the {@linkplain Engine#MALLOC malloc engine} over 128 KiB),
+     * which is mapped for itself and may be unmapped here, has a scope of its own that this
+     * method closes: an access after the free throws
      * {@link IllegalStateException}. For smaller blocks a use after free is not detected.
      *
      * {@snippet :
@@ -336,9 +337,8 @@ public final class SpanHeap implements AutoCloseable {
      * @implNote The checks (address in the arena, span header, block boundary, free mark)
      * run in Java without a native call. A double free is always detected when the
      * frees happen one after the other; two threads freeing the same block at the same
-     * instant is a caller bug that this check does not promise to catch. Freeing a block
-     * of more than 32 MiB closes its scope, a handshake with all threads (tens of
-     * microseconds).
+     * instant is a caller bug that this check does not promise to catch. Freeing a large
+     * block closes its scope, a handshake with all threads (tens of microseconds).
      */
     public void free(MemorySegment segment) {
         SpanHeapImpl n = nativeImpl;

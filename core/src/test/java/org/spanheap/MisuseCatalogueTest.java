@@ -287,6 +287,24 @@ class MisuseCatalogueTest {
             f.heap.free(s);
             return () -> s.get(JAVA_LONG, 0);
         }));
+        m.add(span("use of a 4 MiB block after free", IllegalStateException.class, "Already closed", f -> {
+            MemorySegment s = f.heap.allocateUninitialized(4L << 20);
+            f.heap.free(s);
+            return () -> s.set(JAVA_LONG, 8, 1);
+        }));
+        m.add(span("use of a freed 8 MiB block's tail after a 2 MiB block reused its mapping",
+                IllegalStateException.class, "Already closed", f -> {
+                    MemorySegment s = f.heap.allocateUninitialized(8L << 20);
+                    f.heap.free(s);
+                    MemorySegment t = f.heap.allocate(2L << 20); // the kept mapping, its tail unmapped
+                    return () -> {
+                        try {
+                            s.get(JAVA_LONG, 6L << 20);
+                        } finally {
+                            f.heap.free(t);
+                        }
+                    };
+                }));
 
         // ---- SpanHeap: after close ---------------------------------------------------------
         m.add(span("allocate after close (small)", IllegalStateException.class, "closed", f -> {

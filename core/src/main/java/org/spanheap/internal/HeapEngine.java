@@ -19,8 +19,9 @@ import java.lang.foreign.MemorySegment;
  * <p>Contract shared by both:
  * <ul>
  * <li>Segments from {@link #segment} carry {@link #scope()}, the heap's lifetime scope,
- *     except blocks over {@link #OWN_SCOPE_ABOVE} bytes, which get a scope of their own
- *     that their free closes. After {@link #close()} every access through them throws.</li>
+ *     except blocks that may be mapped for themselves (and so unmapped by their free), which
+ *     get a scope of their own that their free closes ({@link OwnScopes}). After
+ *     {@link #close()} every access through them throws.</li>
  * <li>{@link #acquireRef()} / {@link #releaseRef()}: the heap holds one reference, every
  *     open arena and page source one; the memory goes when the last one is released.</li>
  * <li>Every method but {@code isOpen}, {@code close}, {@code releaseRef} and the names
@@ -28,16 +29,6 @@ import java.lang.foreign.MemorySegment;
  * </ul>
  */
 public sealed interface HeapEngine permits SpanHeapImpl, MallocEngine {
-
-    /**
-     * Blocks larger than this get a scope of their own, closed by their free, so that a use
-     * after free throws instead of touching unmapped memory: the native core maps them for
-     * themselves and unmaps them on free (it keeps no freed mapping over
-     * {@code SH_LARGE_CACHE_ONE}, 32 MiB, heap_types.h), and so does glibc's malloc for every
-     * block over its largest mmap threshold (32 MiB on 64-bit). 64 KiB below 32 MiB, so that a
-     * block whose mapping just crosses it (header, page rounding) is counted in.
-     */
-    long OWN_SCOPE_ABOVE = (32L << 20) - (64L << 10);
 
     /**
      * How long {@code close()} waits for native calls that hold the heap before it throws

@@ -31,7 +31,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <h2>Lifetime</h2>
  * As in {@link SpanHeapImpl}: segments carry the scope of one shared lifetime arena (large
- * blocks over {@link #OWN_SCOPE_ABOVE} one of their own), {@link #close()} closes it with
+ * blocks over {@link #LARGE_ABOVE} one of their own), {@link #close()} closes it with
  * the JDK's handshake, and the memory goes when the last {@linkplain #releaseRef()
  * reference} goes (the heap's, open arenas', page sources'): every block still in the
  * registry is freed then. An allocation that raced with close finds {@link #closing} set
@@ -50,8 +50,10 @@ public final class MallocEngine implements HeapEngine {
     /** Charge granularity: blocks are charged (and their usable size is) their size rounded up to this. */
     static final long GRANULE = SystemMalloc.MALLOC_ALIGNMENT;
     /**
-     * Blocks over this are counted as large objects in the stats: glibc's initial mmap
-     * threshold, above which malloc maps a block for itself.
+     * Blocks over this are counted as large objects in the stats and get a scope of their own
+     * ({@link OwnScopes}): glibc's initial mmap threshold, above which malloc may map a block
+     * for itself and unmap it on free (the threshold moves up to 32 MiB as mapped blocks are
+     * freed; other C runtimes have thresholds of their own, so the lowest is used).
      */
     static final long LARGE_ABOVE = 128 << 10;
 
@@ -70,7 +72,7 @@ public final class MallocEngine implements HeapEngine {
     private final MemorySegment all;
     /** Live blocks: address to charge. */
     private final ConcurrentHashMap<Long, Long> live = new ConcurrentHashMap<>();
-    /** Scopes of the live blocks over {@link #OWN_SCOPE_ABOVE}. */
+    /** Scopes of the live blocks over {@link #LARGE_ABOVE}. */
     private final OwnScopes ownScopes;
     /** Sum of the charges of live blocks: what the byte limit bounds. CAS (volatile). */
     private final AtomicLong charged = new AtomicLong();
@@ -99,7 +101,7 @@ public final class MallocEngine implements HeapEngine {
         this.name = global ? "global" : "SpanHeap-malloc-" + HEAPS.incrementAndGet();
         this.lifetime = Arena.ofShared();
         this.scope = lifetime.scope();
-        this.ownScopes = new OwnScopes(scope);
+        this.ownScopes = new OwnScopes(scope, (address, size) -> size > LARGE_ABOVE);
         this.all = MemorySegment.NULL.reinterpret(Long.MAX_VALUE, lifetime, null);
     }
 
@@ -180,7 +182,7 @@ public final class MallocEngine implements HeapEngine {
 
     @Override
     public MemorySegment segment(long address, long size) {
-        if (size <= OWN_SCOPE_ABOVE) {
+        if (size <= LARGE_ABOVE) {
             return all.asSlice(address, size);
         }
         return ownScopes.segment(address, size);   // malloc unmaps such a block on free: see OwnScopes

@@ -5,29 +5,40 @@ import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The scopes of a heap's blocks over {@link HeapEngine#OWN_SCOPE_ABOVE} bytes: such a block
- * is mapped for itself and unmapped by its free (by the native core, or by malloc), so its
- * segment gets a shared arena of its own, closed before the unmap; a use after free then
- * throws {@link IllegalStateException} instead of faulting the JVM. Both engines keep one
- * of these.
+ * The scopes of a heap's blocks that may be mapped for themselves: the memory of such a block
+ * can be unmapped by its free (the native core maps every large object alone and unmaps it
+ * unless it keeps the mapping for reuse, or it reuses a kept one and unmaps its tail; malloc
+ * maps blocks over its mmap threshold), so its segment gets a shared arena of its own, closed
+ * before the free; a use after free then throws {@link IllegalStateException} instead of
+ * faulting the JVM. Both engines keep one of these, each with its own {@link MappedAlone} rule.
  *
  * @implNote One shared arena per block: creating it costs about a microsecond and closing
- * it a handshake (tens of microseconds), small beside mapping, touching and unmapping
- * 32 MiB. Thread-safe: a {@link ConcurrentHashMap} by address, and whoever removes a
- * block's entry closes its scope.
+ * it a handshake (tens of microseconds, more with many threads), beside mapping, touching and
+ * unmapping the block (a 1 MiB block takes about 250 page faults when first written).
+ * Thread-safe: a {@link ConcurrentHashMap} by address, and whoever removes a block's entry
+ * closes its scope.
  */
 final class OwnScopes {
 
+    /** Which blocks of an engine may be mapped for themselves. */
+    @FunctionalInterface
+    interface MappedAlone {
+        boolean test(long address, long size);
+    }
+
     private final MemorySegment.Scope heapScope;
+    private final MappedAlone mappedAlone;
     private final ConcurrentHashMap<Long, Arena> byAddress = new ConcurrentHashMap<>();
 
     /**
      * Scopes for the large blocks of one heap.
      *
      * @param heapScope the heap's lifetime scope: once it is dead, no new scope is handed out
+     * @param mappedAlone the engine's rule for the blocks that get a scope of their own
      */
-    OwnScopes(MemorySegment.Scope heapScope) {
+    OwnScopes(MemorySegment.Scope heapScope, MappedAlone mappedAlone) {
         this.heapScope = heapScope;
+        this.mappedAlone = mappedAlone;
     }
 
     /**
@@ -70,7 +81,8 @@ final class OwnScopes {
             if (!heapScope.isAlive()) {
                 throw HeapErrors.closed();
             }
-            if (!segment.scope().isAlive() && segment.isNative() && segment.byteSize() > HeapEngine.OWN_SCOPE_ABOVE) {
+            if (!segment.scope().isAlive() && segment.isNative()
+                    && mappedAlone.test(segment.address(), segment.byteSize())) {
                 throw HeapErrors.doubleFree(segment.address()); // its own scope was closed by the first free
             }
             throw HeapErrors.notOwned(segment.address(), segment.isNative() ? "" : " (a heap segment)");

@@ -154,7 +154,7 @@ public final class SpanHeapImpl implements HeapEngine {
         this.heapAddress = heap;
         this.lifetime = Arena.ofShared();
         this.scope = lifetime.scope();
-        this.ownScopes = new OwnScopes(scope);
+        this.ownScopes = new OwnScopes(scope, (address, size) -> !inArena(address));
         this.handle = MemorySegment.ofAddress(heap).reinterpret(lifetime, null);
 
         long[] layout = new long[(int) (SpanLayout.SH_LAYOUT.byteSize() / 8)];
@@ -316,22 +316,20 @@ public final class SpanHeapImpl implements HeapEngine {
         return largeSegment(address, size);
     }
 
+    /**
+     * A block outside the arena: a large object (over 1 MiB, or aligned above 4 KiB), mapped
+     * for itself. Its free may unmap it (a kept mapping's tail too, when a smaller block
+     * reuses it), so it gets a scope of its own: see {@link OwnScopes}.
+     */
     private MemorySegment largeSegment(long address, long size) {
-        if (size <= UNMAPPED_ON_FREE) {
-            return MemorySegment.ofAddress(address).reinterpret(size, lifetime, null);
-        }
-        return ownScopes.segment(address, size);   // mapped for this block alone: see OwnScopes
+        return ownScopes.segment(address, size);
     }
 
-    /**
-     * Blocks larger than this are mapped for themselves and unmapped when freed, see
-     * {@link HeapEngine#OWN_SCOPE_ABOVE}. Smaller freed mappings may be kept for reuse: a use
-     * after free of those, like that of a small block, reaches memory the heap hands out
-     * again (docs/java-core.md).
-     */
-    static final long UNMAPPED_ON_FREE = OWN_SCOPE_ABOVE;
+    private boolean inArena(long address) {
+        return Long.compareUnsigned(address - base, arenaSize) < 0;
+    }
 
-    /** Scopes of the live individually mapped blocks. */
+    /** Scopes of the live large objects. */
     private final OwnScopes ownScopes;
 
     private long allocateDirect(long size, long alignment) {
