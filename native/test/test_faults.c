@@ -157,6 +157,47 @@ static void test_large(void)
     sh_heap_destroy(h);
 }
 
+/* mremap of a kept large mapping refused (it would grow it for a larger
+ * request): the kept mapping is given back and a fresh one mapped; if that
+ * is refused too, the allocation fails with nothing counted or kept. */
+static void test_remap(void)
+{
+    sh_heap *h = heap_with_limit(16 * MiB);
+    void *p = sh_alloc(h, 2 * MiB);
+    REQUIRE(p != NULL);
+    fill(p, 2 * MiB, 21);
+    sh_free(h, p); /* kept for reuse */
+    CHECK(stats_of(h).committed_bytes >= 2 * MiB);
+
+    /* the remap (1st SH_OS_MMAP call) fails, the fresh mmap (2nd) works */
+    CHECK_EQ(sh_debug_fail_os_call(SH_OS_MMAP, 1, 1), SH_OK);
+    void *q = sh_alloc(h, 3 * MiB);
+    REQUIRE(q != NULL);
+    CHECK_EQ(sh_usable_size(h, q), 3 * MiB);
+    CHECK_EQ(((unsigned char *)q)[0], 0); /* fresh, not the kept one's pages */
+    fill(q, 3 * MiB, 22);
+    CHECK_EQ(sh_free_checked(h, p), -SH_E_NOT_OWNED); /* the kept one is gone */
+    sh_free(h, q); /* kept now */
+
+    /* both refused: the request fails, the kept one is gone, nothing counted */
+    CHECK_EQ(sh_debug_fail_os_call(SH_OS_MMAP, 1, 2), SH_OK);
+    CHECK(sh_alloc(h, 4 * MiB) == NULL);
+    CHECK_EQ(sh_last_error(), SH_E_NOMEM);
+    CHECK_EQ(sh_debug_fail_os_call(SH_OS_MMAP, 0, 0), SH_OK);
+    CHECK_NOTHING_COUNTED(h);
+    sh_heap_stats s = stats_of(h);
+    CHECK_EQ(s.large_bytes, 0);
+
+    /* the OS agrees again: the heap maps again */
+    void *r = sh_alloc(h, 4 * MiB);
+    REQUIRE(r != NULL);
+    fill(r, 4 * MiB, 23);
+    CHECK(intact(r, 4 * MiB, 23));
+    sh_free(h, r);
+    CHECK_NOTHING_COUNTED(h);
+    sh_heap_destroy(h);
+}
+
 /* mprotect of the next part of the arena refused: the allocation that needs
  * a new span fails with SH_E_NOMEM, no span index is lost, earlier blocks
  * are intact, and the heap grows again once the OS agrees. */
@@ -271,6 +312,7 @@ int main(void)
     test_arguments();
     test_create();
     test_large();
+    test_remap();
     test_commit();
     test_advise();
     for (int k = SH_OS_MMAP; k <= SH_OS_MADVISE; k++)
