@@ -41,7 +41,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
+@Fork(value = 1, jvmArgsPrepend = "--enable-native-access=ALL-UNNAMED")
 @State(Scope.Thread)
 public class AllocFree64Benchmark {
 

@@ -45,7 +45,7 @@ public enum Allocator {
      * fast paths off ({@code io.netty.noUnsafe=true} by default) unless the JVM allows Unsafe
      * memory access. Allowing it gives Netty the code path it runs on JDK 24 and earlier, its
      * fastest; spanheap and the other peers do not use Unsafe. To measure Netty as JDK 25 ships
-     * it, replace the forks' appended flags ({@code -jvmArgsAppend "..."} without this one).
+     * it, replace the forks' own flags ({@code -jvmArgsPrepend "..."} without this one).
      */
     public static final String NETTY_UNSAFE_FLAG = "--sun-misc-unsafe-memory-access=allow";
 

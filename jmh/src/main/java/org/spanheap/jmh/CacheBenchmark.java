@@ -49,7 +49,7 @@ import org.openjdk.jmh.annotations.Warmup;
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
 @Warmup(iterations = 1, time = 4)
 @Measurement(iterations = 2, time = 3)
-@Fork(value = 1, jvmArgsAppend = {"-Xmx2g", "--enable-native-access=ALL-UNNAMED",
+@Fork(value = 1, jvmArgsPrepend = {"-Xmx2g", "--enable-native-access=ALL-UNNAMED",
         "--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED"})
 @State(Scope.Benchmark)
 public class CacheBenchmark {

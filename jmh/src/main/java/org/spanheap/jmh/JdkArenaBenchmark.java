@@ -23,7 +23,7 @@ import org.openjdk.jmh.annotations.Warmup;
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
+@Fork(value = 1, jvmArgsPrepend = "--enable-native-access=ALL-UNNAMED")
 @State(Scope.Thread)
 public class JdkArenaBenchmark {
 

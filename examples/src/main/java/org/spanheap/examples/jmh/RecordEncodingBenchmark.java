@@ -42,7 +42,7 @@ import java.util.concurrent.TimeUnit;
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(value = 2, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
+@Fork(value = 2, jvmArgsPrepend = "--enable-native-access=ALL-UNNAMED")
 @State(Scope.Benchmark)
 public class RecordEncodingBenchmark {
 
