@@ -160,7 +160,7 @@ sh_span *sh_span_acquire(sh_heap *h, sh_lab *lab, unsigned cls)
         lab->spare[c->real_idx] = NULL;
         atomic_fetch_sub_explicit(&h->n_free, 1, AO_RELAXED); /* stats */
     } else {
-        s = sh_pool_take(h, c->real_idx, lab->core);
+        s = sh_pool_take(h, c->real_idx, c->real_span_size, lab->core);
     }
     if (!s) {
         s = sh_arena_carve(&h->arena);

@@ -726,6 +726,50 @@ static void test_trim(void)
     sh_heap_destroy(h);
 }
 
+/* A free span of a larger real size taken for a smaller one keeps only the
+ * smaller size resident: before, a kept 2 MiB span serving a 16 KiB class
+ * held its 2 MiB for as long as that class used it. */
+static void test_span_taken_for_smaller_size(void)
+{
+    sh_heap *h = heap_with(0, 0);
+    enum { N = 64 };
+    static void *v[N];
+    /* about 7 spans of 2 MiB, kept resident in the pool once freed */
+    for (int i = 0; i < N; i++) {
+        v[i] = sh_alloc(h, 200000);
+        REQUIRE(v[i]);
+        memset(v[i], 0x5a, 200000);
+    }
+    for (int i = 0; i < N; i++)
+        sh_free(h, v[i]);
+    sh_heap_stats st;
+    sh_stats(h, &st);
+    uint64_t committed = st.committed_bytes;
+    uint64_t carved = st.spans_carved;
+    CHECK(committed >= ((uint64_t)12 << 20));
+
+    /* the first 48-byte block needs a 16 KiB span; the pool has only 2 MiB ones */
+    int cls = sh_class_of(48);
+    sh_class_info ci;
+    REQUIRE(sh_class_get(cls, &ci) == SH_OK);
+    void *b[512];
+    unsigned n = 0;
+    for (; n < 512 && n < ci.block_count; n++) {
+        b[n] = sh_alloc(h, 48);
+        REQUIRE(b[n]);
+        memset(b[n], 0x33, 48);
+    }
+    sh_stats(h, &st);
+    CHECK_EQ(st.spans_carved, carved);
+    CHECK_EQ(st.class_spans[cls], 1);
+    CHECK(st.committed_bytes + ((uint64_t)2 << 20) - ci.real_span_size <= committed);
+    for (unsigned i = 0; i < n; i++) {
+        CHECK_EQ(((unsigned char *)b[i])[47], 0x33);
+        sh_free(h, b[i]);
+    }
+    sh_heap_destroy(h);
+}
+
 int main(void)
 {
     test_abi_version();
@@ -742,6 +786,7 @@ int main(void)
     test_heaps_and_lifetime();
     test_remote_and_orphans();
     test_trim();
+    test_span_taken_for_smaller_size();
     if (t_failures) {
         fprintf(stderr, "test_api: %d check(s) failed\n", t_failures);
         return 1;
