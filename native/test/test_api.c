@@ -681,20 +681,25 @@ static void test_remote_and_orphans(void)
 
 /* sh_trim gives back pooled spans kept resident and kept large mappings,
  * reports what it gave back, and finds nothing on a second call */
+/* 64 blocks of 200 KB, written and freed: about 7 spans of 2 MiB, all kept
+ * resident in the pool (under SH_POOL_KEEP). v holds 64 pointers. */
+static void fill_pool_with_2mib_spans(sh_heap *h, void **v)
+{
+    for (int i = 0; i < 64; i++) {
+        v[i] = sh_alloc(h, 200000);
+        REQUIRE(v[i]);
+        memset(v[i], 0x5a, 200000);
+    }
+    for (int i = 0; i < 64; i++)
+        sh_free(h, v[i]);
+}
+
 static void test_trim(void)
 {
     sh_heap *h = heap_with(0, 0);
     enum { N = 64 };
     static void *v[N];
-    /* 64 blocks of 200 KB: about 7 spans of 2 MiB, all kept resident in the
-     * pool (under SH_POOL_KEEP) once freed */
-    for (int i = 0; i < N; i++) {
-        v[i] = sh_alloc(h, 200000);
-        REQUIRE(v[i]);
-        memset(v[i], 0x5a, 200000);
-    }
-    for (int i = 0; i < N; i++)
-        sh_free(h, v[i]);
+    fill_pool_with_2mib_spans(h, v);
     /* a 4 MiB large object, freed: its mapping is kept for reuse */
     void *big = sh_alloc(h, (size_t)4 << 20);
     REQUIRE(big);
@@ -732,16 +737,8 @@ static void test_trim(void)
 static void test_span_taken_for_smaller_size(void)
 {
     sh_heap *h = heap_with(0, 0);
-    enum { N = 64 };
-    static void *v[N];
-    /* about 7 spans of 2 MiB, kept resident in the pool once freed */
-    for (int i = 0; i < N; i++) {
-        v[i] = sh_alloc(h, 200000);
-        REQUIRE(v[i]);
-        memset(v[i], 0x5a, 200000);
-    }
-    for (int i = 0; i < N; i++)
-        sh_free(h, v[i]);
+    static void *v[64];
+    fill_pool_with_2mib_spans(h, v);
     sh_heap_stats st;
     sh_stats(h, &st);
     uint64_t committed = st.committed_bytes;
