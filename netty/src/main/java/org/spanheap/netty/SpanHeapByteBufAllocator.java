@@ -10,7 +10,6 @@ import org.spanheap.SpanHeap;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
-import java.util.concurrent.atomic.LongAdder;
 
 /**
  * A Netty {@link ByteBufAllocator} whose direct buffers are blocks of a {@link SpanHeap}.
@@ -45,10 +44,13 @@ import java.util.concurrent.atomic.LongAdder;
  * arrays, not a new array per buffer. Such a buffer's {@link ByteBuf#alloc()} is that
  * pooled allocator, not this one.
  *
- * <p><b>Metrics</b> ({@link #metric()}): {@code usedDirectMemory} is the sum of the
- * capacities of the direct buffers not yet released (the span heap rounds each block up to
- * its size class; {@link SpanHeap#stats()} counts the rounded bytes). It is 0 once every
- * direct buffer is released. {@code usedHeapMemory} is the pooled heap allocator's, which
+ * <p><b>Metrics</b> ({@link #metric()}): {@code usedDirectMemory} is the span heap's live
+ * bytes ({@link SpanHeap#stats()}): the blocks of the direct buffers not yet released, each
+ * rounded up to its size class, and the blocks of anyone else who uses the same heap (give
+ * the allocator a heap of its own to see its buffers alone). It is read when asked, not
+ * counted per buffer: a counter updated by every allocation and release cost two atomic
+ * additions per buffer, a sixth of the allocate-write-release time (docs/netty.md). It is 0
+ * once every block is freed, and 0 after the heap is closed. {@code usedHeapMemory} is the pooled heap allocator's, which
  * counts the chunks it holds: like Netty's pooled allocator, it stays above 0 after the
  * buffers are released, because the chunks are kept for reuse.
  *
@@ -65,8 +67,6 @@ public final class SpanHeapByteBufAllocator extends AbstractByteBufAllocator
 
     private final SpanHeap heap;
     private final PooledByteBufAllocator heapBuffers;
-    /** Capacity of the live direct buffers; a LongAdder because event loops update it at once. */
-    private final LongAdder usedDirect = new LongAdder();
     private final Metric metric = new Metric();
 
     /**
@@ -138,15 +138,12 @@ public final class SpanHeapByteBufAllocator extends AbstractByteBufAllocator
 
     /** A block for a direct buffer; its contents are unspecified (Netty's are too). */
     MemorySegment allocateBlock(int capacity) {
-        MemorySegment block = heap.allocateUninitialized(capacity);
-        usedDirect.add(capacity);
-        return block;
+        return heap.allocateUninitialized(capacity);
     }
 
     /** Gives a block of {@link #allocateBlock(int)} back to the heap. */
     void freeBlock(MemorySegment block) {
         heap.free(block);
-        usedDirect.add(-block.byteSize());
     }
 
     @Override
@@ -162,7 +159,11 @@ public final class SpanHeapByteBufAllocator extends AbstractByteBufAllocator
 
         @Override
         public long usedDirectMemory() {
-            return usedDirect.sum();
+            try {
+                return heap.stats().liveBytes();
+            } catch (IllegalStateException closed) {
+                return 0; // the heap was closed: it holds nothing
+            }
         }
 
         @Override

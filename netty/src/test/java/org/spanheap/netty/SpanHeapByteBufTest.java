@@ -117,7 +117,7 @@ class SpanHeapByteBufTest {
                 buf.writeByte(pattern(i));
             }
             assertEquals(max, buf.capacity(), "the last growth is clipped to maxCapacity");
-            assertEquals(max, alloc.metric().usedDirectMemory());
+            assertEquals(HeldBytes.of(heap, max), alloc.metric().usedDirectMemory());
             for (int i = 0; i < max; i++) {
                 assertEquals(pattern(i), buf.getByte(i), "byte " + i);
             }
@@ -141,7 +141,7 @@ class SpanHeapByteBufTest {
             assertEquals(500, buf.capacity());
             assertEquals(500, buf.readerIndex());
             assertEquals(500, buf.writerIndex());
-            assertEquals(500, alloc.metric().usedDirectMemory());
+            assertEquals(HeldBytes.of(heap, 500), alloc.metric().usedDirectMemory());
             buf.capacity(3000);
             assertEquals(3000, buf.capacity());
             for (int i = 0; i < 500; i++) {
@@ -164,7 +164,7 @@ class SpanHeapByteBufTest {
         assertEquals(5, buf.refCnt());
         assertFalse(buf.release(3));
         assertFalse(buf.release());
-        assertEquals(64, alloc.metric().usedDirectMemory());
+        assertEquals(HeldBytes.of(heap, 64), alloc.metric().usedDirectMemory());
         assertTrue(buf.release());
         assertEquals(0, buf.refCnt());
         assertEquals(0, alloc.metric().usedDirectMemory());
@@ -215,7 +215,7 @@ class SpanHeapByteBufTest {
         ByteBuf slice = buf.retainedSlice(4000, 96);
         ByteBuf read = buf.readerIndex(100).readRetainedSlice(50);
         assertFalse(buf.release());
-        assertEquals(4096, alloc.metric().usedDirectMemory());
+        assertEquals(HeldBytes.of(heap, 4096), alloc.metric().usedDirectMemory());
         assertEquals(pattern(4000), slice.getByte(0));
         assertEquals(pattern(100), read.readByte());
         assertFalse(read.release());
@@ -387,7 +387,7 @@ class SpanHeapByteBufTest {
             copy.setByte(0, ~pattern(10));
             assertEquals(pattern(10), buf.getByte(10));
             assertNotEquals(buf.memoryAddress() + 10, copy.memoryAddress());
-            assertEquals(400, alloc.metric().usedDirectMemory());
+            assertEquals(HeldBytes.of(heap, 300) + HeldBytes.of(heap, 100), alloc.metric().usedDirectMemory());
         } finally {
             copy.release();
             buf.release();

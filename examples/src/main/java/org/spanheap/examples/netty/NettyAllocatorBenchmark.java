@@ -54,8 +54,16 @@ public class NettyAllocatorBenchmark {
     public String allocator;
 
     /** Buffer size in bytes. */
-    @Param({"64", "1024", "16384"})
+    @Param({"64", "1024", "16384", "65536"})
     public int size;
+
+    /**
+     * The span heap's per-thread cache per size class, in KiB ({@code spanheap} only). The
+     * default, 64, caches classes up to 32 KiB; 128 also keeps 64 KiB blocks in the thread's
+     * cache (see docs/netty.md).
+     */
+    @Param({"64"})
+    public int heapCacheKiB;
 
     private ByteBufAllocator alloc;
     private SpanHeap heap;
@@ -65,7 +73,8 @@ public class NettyAllocatorBenchmark {
     @Setup(Level.Trial)
     public void setup() {
         alloc = switch (allocator) {
-            case "spanheap" -> new SpanHeapByteBufAllocator(heap = SpanHeap.create());
+            case "spanheap" -> new SpanHeapByteBufAllocator(
+                    heap = SpanHeap.builder().threadCacheBytesPerClass(heapCacheKiB * 1024L).build());
             case "pooled" -> new PooledByteBufAllocator(true);
             case "adaptive" -> new AdaptiveByteBufAllocator(true, true);
             case "unpooled" -> new UnpooledByteBufAllocator(true);
