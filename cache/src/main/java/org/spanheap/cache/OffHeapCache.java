@@ -71,7 +71,11 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     private final Function<MemorySegment, V> readValue;
     private final RemovalListener<? super K, ? super V> listener;
     private final long capacity;
-    private final LongAdder sizeEvictions = new LongAdder();
+    /**
+     * Expirations; evictions for size are Caffeine's eviction count less these (Caffeine
+     * counts both as evictions). Counting size evictions here too cost an atomic addition
+     * on every put that evicts: docs/cache.md.
+     */
     private final LongAdder expirations = new LongAdder();
     private final String name;
     private final CacheMXBeanAdapter mxBean;
@@ -365,11 +369,12 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      */
     public CacheStats stats() {
         checkOpen();
+        long expired = expirations.sum(); // before Caffeine's count, which is taken before the listener adds to ours
         com.github.benmanes.caffeine.cache.stats.CacheStats s = index.stats();
         CompactingHeapStats h = heap.stats();
         long weighted = index.policy().eviction().orElseThrow().weightedSize().orElse(0);
         return new CacheStats(s.hitCount(), s.missCount(), s.loadSuccessCount(), s.loadFailureCount(),
-                sizeEvictions.sum(), expirations.sum(), index.estimatedSize(), weighted, capacity,
+                Math.max(0, s.evictionCount() - expired), expired, index.estimatedSize(), weighted, capacity,
                 h.liveBytes(), h.committedBytes(), h.movedBytes(), h.compactionIncrements());
     }
 
@@ -416,10 +421,8 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
             return; // only for collected weak values, which this cache does not use
         }
         try {
-            switch (cause) {
-                case SIZE -> sizeEvictions.increment();
-                case EXPIRED -> expirations.increment();
-                default -> { }
+            if (cause == com.github.benmanes.caffeine.cache.RemovalCause.EXPIRED) {
+                expirations.increment();
             }
             if (listener != null && !closed) {
                 notifyListener(indexKey, v, cause);

@@ -292,6 +292,7 @@ class OffHeapCacheTest {
             c.cleanUp();
             assertEquals(List.of(RemovalCause.EXPIRED), causes);
             assertEquals(1, c.stats().expirations());
+            assertEquals(0, c.stats().evictions(), "an expiration is not an eviction for size");
             assertEquals(0, c.stats().liveBytes());
         }
         now.set(0);
