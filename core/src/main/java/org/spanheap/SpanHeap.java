@@ -603,8 +603,8 @@ public final class SpanHeap implements AutoCloseable {
 
         /**
          * Sets the most bytes a platform thread caches per size class (default
-         * {@value SpanHeap#DEFAULT_CACHE_BYTES_PER_CLASS}); a class whose cache would hold
-         * fewer than 2 blocks is not cached.
+         * {@value SpanHeap#DEFAULT_CACHE_BYTES_PER_CLASS}); a class whose block is larger is
+         * not cached.
          *
          * @param bytes the most cached bytes per size class and thread
          * @return this builder

@@ -414,7 +414,7 @@ class SpanHeapTest {
      * heap), and the cached counts stay within the capacity.
      */
     @ParameterizedTest
-    @ValueSource(ints = {2, 3, 4})
+    @ValueSource(ints = {1, 2, 3, 4})
     void smallMagazinesCrossTheirBoundaries(int capacity) {
         try (SpanHeap small = SpanHeap.builder().reserveBytes(1L << 32).threadCacheBlocks(capacity).build()) {
             for (long size : new long[] {0, 16, 64, 1000}) {
@@ -443,6 +443,31 @@ class SpanHeapTest {
             small.flushThreadCache();
             assertEquals(0, small.stats().cachedBytes());
         }
+    }
+
+    /**
+     * With the default budget (64 KiB per class) a 64 KiB block fits once: the thread keeps
+     * the last one it freed, and allocating that size again takes it back (no native call).
+     */
+    @Test
+    @Tag("native-engine") // the native engine's thread caches
+    void aClassAboveHalfTheBudgetKeepsOneBlock() {
+        MemorySegment first = heap.allocate(64 << 10);
+        long address = first.address();
+        heap.free(first);
+        assertEquals(64 << 10, heap.stats().cachedBytes(), heap.stats()::toString);
+        MemorySegment again = heap.allocate(64 << 10);
+        assertEquals(address, again.address(), "the cached block comes back");
+        assertTrue(isZero(again));
+        MemorySegment second = heap.allocate(64 << 10);
+        heap.free(again);
+        heap.free(second); // the magazine is full: the older block goes back to the native heap
+        assertEquals(64 << 10, heap.stats().cachedBytes());
+        assertThrows(IllegalStateException.class, () -> heap.free(again));
+        assertThrows(IllegalStateException.class, () -> heap.free(second));
+        heap.flushThreadCache();
+        assertEquals(0, heap.stats().cachedBytes());
+        assertEquals(0, heap.stats().liveBytes());
     }
 
     @Test

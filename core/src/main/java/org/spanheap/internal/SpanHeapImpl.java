@@ -507,7 +507,7 @@ public final class SpanHeapImpl implements HeapEngine {
         int b = cacheBase[c];
         int limit = cacheLimit[c];
         if (i == limit) {
-            int n = (limit - b) >>> 1;
+            int n = Math.max(1, (limit - b) >>> 1); // a one-block magazine drains its block
             drainOlder(m, c, n);                   // frees, shifts and stores the top in one call
             i = limit - n;
         }
