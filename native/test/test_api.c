@@ -767,6 +767,32 @@ static void test_span_taken_for_smaller_size(void)
     sh_heap_destroy(h);
 }
 
+/* sh_zero clears exactly [p, p + n) at every size and offset around the
+ * thresholds of its store loop, and nothing on either side. */
+static void test_zero(void)
+{
+    size_t sizes[] = {0, 1, 31, 32, 33, 511, 512, 513, 1000, 4096, 4099,
+                      65536, 65537, (512u << 10) - 1, 512u << 10, (512u << 10) + 1, 1u << 20};
+    size_t cap = (1u << 20) + 256;
+    unsigned char *buf = malloc(cap);
+    REQUIRE(buf);
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        for (size_t off = 0; off < 64; off += 7) {
+            size_t n = sizes[s];
+            memset(buf, 0xa5, cap);
+            sh_zero(buf + 64 + off, n);
+            size_t bad = 0;
+            for (size_t i = 0; i < cap; i++) {
+                int inside = i >= 64 + off && i < 64 + off + n;
+                if (buf[i] != (inside ? 0 : 0xa5))
+                    bad++;
+            }
+            CHECK_EQ(bad, 0);
+        }
+    }
+    free(buf);
+}
+
 int main(void)
 {
     test_abi_version();
@@ -784,6 +810,7 @@ int main(void)
     test_remote_and_orphans();
     test_trim();
     test_span_taken_for_smaller_size();
+    test_zero();
     if (t_failures) {
         fprintf(stderr, "test_api: %d check(s) failed\n", t_failures);
         return 1;

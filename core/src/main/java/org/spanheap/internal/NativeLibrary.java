@@ -99,6 +99,21 @@ public final class NativeLibrary {
     private static final class Holder {
         static final SymbolLookup LOOKUP = load(System.getProperty(PATH_PROPERTY),
                 System.getProperty(WORKDIR_PROPERTY), Arena.global(), NativeLibrary::open);
+        static {
+            loaded = LOOKUP;
+        }
+    }
+
+    /** The library's symbols once {@link #lookup()} has loaded it; null before. */
+    private static volatile SymbolLookup loaded;
+
+    /**
+     * {@return the symbols of libspanheap if it is loaded already, else null} Never loads
+     * it: for code that both engines use and that only prefers the library (see
+     * {@link Zeroing}).
+     */
+    static SymbolLookup ifLoaded() {
+        return loaded;
     }
 
     /**
