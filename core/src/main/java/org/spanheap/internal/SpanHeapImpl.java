@@ -152,6 +152,7 @@ public final class SpanHeapImpl implements HeapEngine {
                     + ") for a reservation of " + reserveBytes + " bytes", code == SpanLayout.SH_E_LIMIT);
         }
         this.heapAddress = heap;
+        Zeroing.bindLibrary(); // the library is loaded now: bind sh_zero here, not in a deep caller (EagerClassInit)
         this.lifetime = Arena.ofShared();
         this.scope = lifetime.scope();
         this.ownScopes = new OwnScopes(scope, (address, size) -> !inArena(address));

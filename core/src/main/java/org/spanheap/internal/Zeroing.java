@@ -11,9 +11,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * Zeroing of native segments for {@code allocate} and arenas: libspanheap's {@code sh_zero}
- * once the library is loaded, else libc's {@code memset}. {@code sh_zero} is memset except from 512 B to 512 KiB on
- * x86-64 with AVX2, where a store loop is about 1.5x faster than glibc's choice there
- * (docs/java-core.md, Zeroing). Either is about twice the speed of
+ * once the library is loaded, else libc's {@code memset}. {@code sh_zero} is memset except
+ * from 512 B to 512 KiB on x86-64 with AVX2, where a store loop is about 1.5x faster than
+ * glibc's choice there (docs/java-core.md, Zeroing). Either is about twice the speed of
  * {@link MemorySegment#fill} from 512 bytes up. Critical only while short: a critical call
  * holds off safepoints, so blocks above {@link #CRITICAL_MAX} go through the ordinary
  * transition. Where neither is found, {@code fill} does it all.
@@ -79,6 +79,15 @@ public final class Zeroing {
      */
     static boolean usesSpanheapZero() {
         return NativeLibrary.ifLoaded() != null && SpanheapZero.CRITICAL != null;
+    }
+
+    /**
+     * Binds {@code sh_zero} now; the native engine calls it once the library is loaded, so
+     * that the binding (a class initializer) never runs in a caller's deep stack, where a
+     * {@link StackOverflowError} would leave it unusable (see {@link EagerClassInit}).
+     */
+    static void bindLibrary() {
+        EagerClassInit.initialize(SpanheapZero.class);
     }
 
     private static void spanheapZero(MemorySegment s, long n) {
