@@ -61,14 +61,26 @@ public final class Zeroing {
      */
     public static void zero(MemorySegment s) {
         long n = s.byteSize();
-        if (n < BY_MEMSET) {
+        boolean spanheap = n >= BY_MEMSET && usesSpanheapZero();
+        if (n < BY_MEMSET || (!spanheap && MEMSET_CRITICAL == null)) {
             s.fill((byte) 0);
-        } else if (usesSpanheapZero()) {
-            spanheapZero(s, n);
-        } else if (MEMSET_CRITICAL != null) {
-            memsetZero(s, n);
-        } else {
-            s.fill((byte) 0);
+            return;
+        }
+        try {
+            // each call on a constant handle, so that C2 inlines the downcall
+            if (spanheap && n <= CRITICAL_MAX) {
+                SpanheapZero.CRITICAL.invokeExact(s, n);
+            } else if (spanheap) {
+                SpanheapZero.BLOCKING.invokeExact(s, n);
+            } else if (n <= CRITICAL_MAX) {
+                MemorySegment unused = (MemorySegment) MEMSET_CRITICAL.invokeExact(s, 0, n);
+            } else {
+                MemorySegment unused = (MemorySegment) MEMSET_BLOCKING.invokeExact(s, 0, n);
+            }
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
         }
     }
 
@@ -88,31 +100,5 @@ public final class Zeroing {
      */
     static void bindLibrary() {
         EagerClassInit.initialize(SpanheapZero.class);
-    }
-
-    private static void spanheapZero(MemorySegment s, long n) {
-        try {
-            if (n <= CRITICAL_MAX) {
-                SpanheapZero.CRITICAL.invokeExact(s, n);
-            } else {
-                SpanheapZero.BLOCKING.invokeExact(s, n);
-            }
-        } catch (RuntimeException | Error e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
-
-    private static void memsetZero(MemorySegment s, long n) {
-        try {
-            MemorySegment unused = n <= CRITICAL_MAX
-                    ? (MemorySegment) MEMSET_CRITICAL.invokeExact(s, 0, n)
-                    : (MemorySegment) MEMSET_BLOCKING.invokeExact(s, 0, n);
-        } catch (RuntimeException | Error e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
     }
 }
