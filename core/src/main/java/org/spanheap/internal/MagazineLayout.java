@@ -15,7 +15,7 @@ package org.spanheap.internal;
  * <p>A one-block magazine (the classes above half the per-class budget: 40 to 64 KiB by
  * default) keeps the last freed block, so a thread that allocates and frees a 64 KiB buffer
  * in turn (an I/O buffer) makes no native call. Before, such classes were not cached: a
- * Netty buffer of 64 KiB took 48 ns to allocate, write and release, now 34
+ * Netty buffer of 64 KiB took 48 ns to allocate, write and release, now 35
  * (docs/netty.md).
  */
 final class MagazineLayout {

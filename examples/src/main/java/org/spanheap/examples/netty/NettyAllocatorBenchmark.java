@@ -58,9 +58,9 @@ public class NettyAllocatorBenchmark {
     public int size;
 
     /**
-     * The span heap's per-thread cache per size class, in KiB ({@code spanheap} only). The
-     * default, 64, caches classes up to 32 KiB; 128 also keeps 64 KiB blocks in the thread's
-     * cache (see docs/netty.md).
+     * The span heap's per-thread cache budget per size class, in KiB ({@code spanheap}
+     * only; its {@code threadCacheBytesPerClass}). With the default, 64, a thread keeps up to
+     * 64 KiB of each class: one block of the classes from 40 to 64 KiB.
      */
     @Param({"64"})
     public int heapCacheKiB;
