@@ -4,10 +4,16 @@ import java.util.Arrays;
 
 /**
  * The block sizes of a compacting heap's size classes: multiples of 16 up to
- * 128, then four classes per doubling up to a quarter of the page size
- * (internal fragmentation at most 25%, about 10% on average for uniformly
- * random sizes; at least four blocks per page, so a page wastes at most 1/4 to
- * its tail). Larger objects are not in a class: the heap maps them one by one.
+ * 128, then four classes per doubling up to a sixteenth of the page size, then
+ * one class per number of blocks a page holds, from 15 down to 4: the largest
+ * multiple of 16 that fits that many times in a page (for 64 KiB pages 4368,
+ * 4672, 5040, ..., 10912, 13104, 16384). Internal fragmentation is at most
+ * 25% (about 10% on average for uniformly random sizes) and no page of the
+ * large classes loses more than 16 bytes per block to its tail; with four
+ * classes per doubling there too, a page of 14 KiB blocks left 8 KiB unused
+ * and the classes of 5, 6, 10 and 12 KiB 4 KiB each (docs/compacting-heap.md,
+ * "Blocks that fit their pages"). Objects over a quarter of the page are not in
+ * a class: the heap maps them one by one.
  */
 final class BlockSizes {
 
@@ -23,9 +29,16 @@ final class BlockSizes {
         for (int s = 16; s <= 128; s += 16) {
             tmp[n++] = s;
         }
-        for (long base = 128; base < maxSmall; base <<= 1) {
+        long fitted = pageSize / 16; // from here on, classes fit a whole number of blocks in a page
+        for (long base = 128; base < fitted; base <<= 1) {
             for (int q = 1; q <= 4; q++) {
                 tmp[n++] = (int) (base + base * q / 4);
+            }
+        }
+        for (int perPage = 15; perPage >= 4; perPage--) {
+            long size = pageSize / perPage & ~15L;
+            if (size > tmp[n - 1]) {
+                tmp[n++] = (int) size;
             }
         }
         blockSizes = Arrays.copyOf(tmp, n);

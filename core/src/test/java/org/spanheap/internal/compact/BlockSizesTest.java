@@ -30,4 +30,27 @@ class BlockSizesTest {
             }
         }
     }
+
+    /** Blocks of a sixteenth of the page and more fill their pages: at most 16 bytes per block left at the tail. */
+    @ParameterizedTest
+    @ValueSource(longs = {4096, 65536, 1 << 20, 1L << 30})
+    void largeClassesLeaveNoPageTail(long pageSize) {
+        BlockSizes b = new BlockSizes(pageSize);
+        int fitted = 0;
+        for (int c = 0; c < b.count(); c++) {
+            long size = b.blockSize(c);
+            if (size > pageSize / 16) {
+                long perPage = pageSize / size;
+                assertTrue(pageSize - perPage * size <= 16 * perPage,
+                        size + " B blocks leave " + (pageSize - perPage * size) + " B of a " + pageSize + " B page");
+                fitted++;
+            }
+        }
+        assertEquals(12, fitted, "one class per count of blocks per page, 15 down to 4");
+        if (pageSize == 65536) {
+            assertEquals(4368, b.blockSize(b.classOf(4097)));
+            assertEquals(13104, b.blockSize(b.classOf(12289)));
+            assertEquals(16384, b.blockSize(b.classOf(13105)));
+        }
+    }
 }
