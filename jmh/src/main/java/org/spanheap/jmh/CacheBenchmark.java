@@ -185,7 +185,16 @@ public class CacheBenchmark {
      * the throughput and hit ratio. Run it with a fixed, pre-touched Java heap
      * ({@code -Xms512m -Xmx512m -XX:+AlwaysPreTouch}) so that RSS growth is memory outside it.
      *
-     * @param args {@code --peer KIND --seconds N --threads N --phase-seconds N --capacity-mib N}
+     * <p>Before the measured run, the same load runs for {@code --warmup-seconds} on another
+     * instance of the peer, which is then closed; a full collection and glibc's
+     * {@code malloc_trim(0)} (where the C library has it) follow, and only then is the RSS
+     * before taken. The RSS growth is then the measured cache's, not the JIT compiler's: without
+     * the warm-up the JVM's own growth (compiled code and the compiler's freed working memory,
+     * which glibc keeps) came on top of every peer's and varied by 15 to 38 MiB between runs of
+     * one peer (docs/cache.md). {@code --warmup-seconds 0} measures from a cold JVM.
+     *
+     * @param args {@code --peer KIND --seconds N --threads N --phase-seconds N --capacity-mib N
+     *             --warmup-seconds N}
      * @throws Exception if a thread fails
      */
     public static void main(String[] args) throws Exception {
@@ -202,6 +211,9 @@ public class CacheBenchmark {
                 .withRequiredArg().describedAs("S").ofType(Integer.class).defaultsTo(5);
         OptionSpec<Long> capOpt = cli.parser().accepts("capacity-mib", "the cache's capacity").withRequiredArg()
                 .describedAs("MIB").ofType(Long.class).defaultsTo(64L);
+        OptionSpec<Integer> warmupOpt = cli.parser().accepts("warmup-seconds", "the same load on a throwaway"
+                + " instance first, so that the JIT's memory is in the RSS before").withRequiredArg().describedAs("S")
+                .ofType(Integer.class).defaultsTo(8);
         OptionSpec<Void> verboseOpt = cli.parser().accepts("verbose",
                 "print the RSS and the peer's own figures every 250 ms");
         OptionSet o = cli.parse(args);
@@ -211,80 +223,50 @@ public class CacheBenchmark {
         int threads = o.valueOf(threadsOpt);
         int phaseSeconds = o.valueOf(phaseOpt);
         long capacityMib = o.valueOf(capOpt);
+        int warmupSeconds = o.valueOf(warmupOpt);
         cli.check(seconds > 0, "--seconds must be positive: " + seconds);
         cli.check(threads > 0, "--threads must be positive: " + threads);
         cli.check(phaseSeconds > 0, "--phase-seconds must be positive: " + phaseSeconds);
         cli.check(capacityMib > 0 && capacityMib < 1L << 20, "--capacity-mib must be 1 to 1048575: " + capacityMib);
+        cli.check(warmupSeconds >= 0, "--warmup-seconds must be 0 or more: " + warmupSeconds);
         long capacity = capacityMib << 20;
         long phaseNanos = TimeUnit.SECONDS.toNanos(phaseSeconds);
 
-        int keys = 100_000;
-        int[] sample = ZipfSample.of(keys, 0.9);
-        byte[] template = new byte[16 * 1024];
+        if (warmupSeconds > 0) {
+            CachePeer throwaway = kind.open(capacity);
+            Load warm = new Load(throwaway, phaseNanos, TimeUnit.SECONDS.toNanos(warmupSeconds));
+            warm.start(threads);
+            warm.join();
+            throwaway.close();
+            heapLiveBytes();
+            MallocTrim.run();
+        }
         long heapBefore = heapLiveBytes();
         long rssBefore = rss();
         CachePeer cache = kind.open(capacity);
-        long start = System.nanoTime();
-        long end = start + TimeUnit.SECONDS.toNanos(seconds);
-        LongAdder ops = new LongAdder();
-        LongAdder hits = new LongAdder();
-        LongAdder misses = new LongAdder();
-        AtomicBoolean failed = new AtomicBoolean();
-        List<Thread> workers = new java.util.ArrayList<>();
-        for (int t = 0; t < threads; t++) {
-            workers.add(Thread.ofPlatform().start(() -> {
-                SplittableRandom r = new SplittableRandom();
-                int pos = r.nextInt(1 << 30);
-                try {
-                    long n = 0;
-                    long now;
-                    while ((now = System.nanoTime()) < end) {
-                        boolean large = ((now - start) / phaseNanos & 1) == 1;
-                        for (int i = 0; i < 256; i++) {
-                            long key = ZipfSample.key(sample[pos++ & (sample.length - 1)]);
-                            // a key's size depends on the phase: each phase brings its own values
-                            long h = (key >>> 40) ^ (large ? 0x5555 : 0);
-                            int size = large ? 4096 + (int) (h % 12289) : 100 + (int) (h % 925);
-                            if (r.nextInt(100) < 5) {
-                                cache.put(key ^ (large ? 1 : 0), Arrays.copyOf(template, size));
-                            } else if (cache.get(key ^ (large ? 1 : 0)) == null) {
-                                misses.increment();
-                                cache.put(key ^ (large ? 1 : 0), Arrays.copyOf(template, size));
-                            } else {
-                                hits.increment();
-                            }
-                        }
-                        n += 256;
-                    }
-                    ops.add(n);
-                } catch (Throwable e) {
-                    failed.set(true);
-                    e.printStackTrace();
-                }
-            }));
-        }
+        Load load = new Load(cache, phaseNanos, TimeUnit.SECONDS.toNanos(seconds));
+        load.start(threads);
         long peak = 0;
         StringBuilder trace = new StringBuilder();
-        while (System.nanoTime() < end) {
+        while (System.nanoTime() < load.end) {
             Thread.sleep(250);
             long rss = rss();
             peak = Math.max(peak, rss);
-            trace.append(String.format(Locale.ROOT, "%.2f:%d ", (System.nanoTime() - start) / 1e9,
+            trace.append(String.format(Locale.ROOT, "%.2f:%d ", (System.nanoTime() - load.start) / 1e9,
                     (rss - rssBefore) >> 20));
             if (verbose) {
-                System.out.printf(Locale.ROOT, "  %.2f s: RSS growth %d MiB %s%n", (System.nanoTime() - start) / 1e9,
-                        (rss - rssBefore) >> 20, cache.memory());
+                System.out.printf(Locale.ROOT, "  %.2f s: RSS growth %d MiB %s%n",
+                        (System.nanoTime() - load.start) / 1e9, (rss - rssBefore) >> 20, cache.memory());
             }
         }
-        for (Thread w : workers) {
-            w.join();
-        }
+        load.join();
         long rssEnd = rss();
         long heapHeld = heapLiveBytes() - heapBefore;
-        double secs = (System.nanoTime() - start) / 1e9;
-        System.out.printf(Locale.ROOT, "peer %s threads %d seconds %d capacity %d MiB: %.0f ops/s, hit ratio %.4f,"
-                        + " entries %d%n", kind, threads, seconds, capacity >> 20, ops.sum() / secs,
-                (double) hits.sum() / (hits.sum() + misses.sum()), cache.size());
+        double secs = (System.nanoTime() - load.start) / 1e9;
+        long hits = load.hits.sum(), misses = load.misses.sum();
+        System.out.printf(Locale.ROOT, "peer %s threads %d seconds %d capacity %d MiB warm-up %d s: %.0f ops/s,"
+                        + " hit ratio %.4f, entries %d%n", kind, threads, seconds, capacity >> 20, warmupSeconds,
+                load.ops.sum() / secs, (double) hits / (hits + misses), cache.size());
         System.out.printf(Locale.ROOT, "  RSS before %d MiB; growth peak %d MiB (%.2fx the bound), end %d MiB%n",
                 rssBefore >> 20, (peak - rssBefore) >> 20, (double) (peak - rssBefore) / capacity,
                 (rssEnd - rssBefore) >> 20);
@@ -292,8 +274,91 @@ public class CacheBenchmark {
                 + " the bound%n", heapHeld >> 20, (double) (rssEnd - rssBefore + heapHeld) / capacity);
         System.out.println("  growth trace (s:MiB): " + trace);
         cache.close();
-        if (failed.get()) {
+        if (load.failed.get()) {
             System.exit(1);
+        }
+    }
+
+    /** The memory mode's load on one cache: threads, counters, and its start and end times. */
+    private static final class Load {
+        final CachePeer cache;
+        final long phaseNanos;
+        final long start;
+        final long end;
+        final LongAdder ops = new LongAdder();
+        final LongAdder hits = new LongAdder();
+        final LongAdder misses = new LongAdder();
+        final AtomicBoolean failed = new AtomicBoolean();
+        private final List<Thread> workers = new java.util.ArrayList<>();
+        private final int[] sample = ZipfSample.of(100_000, 0.9);
+        private final byte[] template = new byte[16 * 1024];
+
+        Load(CachePeer cache, long phaseNanos, long nanos) {
+            this.cache = cache;
+            this.phaseNanos = phaseNanos;
+            this.start = System.nanoTime();
+            this.end = start + nanos;
+        }
+
+        void start(int threads) {
+            for (int t = 0; t < threads; t++) {
+                workers.add(Thread.ofPlatform().start(this::work));
+            }
+        }
+
+        void join() throws InterruptedException {
+            for (Thread w : workers) {
+                w.join();
+            }
+        }
+
+        private void work() {
+            SplittableRandom r = new SplittableRandom();
+            int pos = r.nextInt(1 << 30);
+            try {
+                long n = 0;
+                long now;
+                while ((now = System.nanoTime()) < end) {
+                    boolean large = ((now - start) / phaseNanos & 1) == 1;
+                    for (int i = 0; i < 256; i++) {
+                        long key = ZipfSample.key(sample[pos++ & (sample.length - 1)]);
+                        // a key's size depends on the phase: each phase brings its own values
+                        long h = (key >>> 40) ^ (large ? 0x5555 : 0);
+                        int size = large ? 4096 + (int) (h % 12289) : 100 + (int) (h % 925);
+                        if (r.nextInt(100) < 5) {
+                            cache.put(key ^ (large ? 1 : 0), Arrays.copyOf(template, size));
+                        } else if (cache.get(key ^ (large ? 1 : 0)) == null) {
+                            misses.increment();
+                            cache.put(key ^ (large ? 1 : 0), Arrays.copyOf(template, size));
+                        } else {
+                            hits.increment();
+                        }
+                    }
+                    n += 256;
+                }
+                ops.add(n);
+            } catch (Throwable e) {
+                failed.set(true);
+                e.printStackTrace();
+            }
+        }
+    }
+
+    /** glibc's {@code malloc_trim(0)}: gives the C heap's free memory back to the OS; nothing elsewhere. */
+    private static final class MallocTrim {
+        static void run() {
+            java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
+            var symbol = linker.defaultLookup().find("malloc_trim");
+            if (symbol.isEmpty()) {
+                return;
+            }
+            try {
+                int unused = (int) linker.downcallHandle(symbol.get(), java.lang.foreign.FunctionDescriptor.of(
+                        java.lang.foreign.ValueLayout.JAVA_INT, java.lang.foreign.ValueLayout.JAVA_LONG))
+                        .invokeExact(0L);
+            } catch (Throwable t) {
+                throw new IllegalStateException("malloc_trim failed", t);
+            }
         }
     }
 

@@ -41,7 +41,8 @@ public interface CachePeer extends AutoCloseable {
         /**
          * spanheap-cache: values in a compacting heap, Caffeine's policy; bound counts the on-heap index too.
          * {@code -Dbench.heap=} a comma list tries heap settings: {@code nobg} (no background thread),
-         * {@code nokappa} (no compaction), {@code slow}/{@code fast} (compaction passes every 1 s / 10 ms),
+         * {@code nokappa} (no compaction), {@code slow}/{@code fast}/{@code eager} (compaction passes every
+         * 1 s / 10 ms / at once),
          * {@code batch256k} (reclaim batches of 256 KiB), {@code iota1m} (1 MiB per compaction round),
          * {@code spanpages} (pages from a span heap instead of the cache's default, one mapping each).
          */
@@ -104,6 +105,9 @@ public interface CachePeer extends AutoCloseable {
             }
             if (tweak.contains("fast")) {
                 heap.compactionInterval(java.time.Duration.ofMillis(10));
+            }
+            if (tweak.contains("eager")) {
+                heap.compactionInterval(java.time.Duration.ZERO);
             }
             if (tweak.contains("batch256k")) {
                 heap.reclaimBatchBytes(256 << 10);
