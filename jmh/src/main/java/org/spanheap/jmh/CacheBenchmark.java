@@ -238,6 +238,9 @@ public class CacheBenchmark {
             warm.start(threads);
             warm.join();
             throwaway.close();
+            if (warm.failed.get()) {
+                System.exit(1); // the stack trace is printed: a wrong value or a failed call in the warm-up
+            }
             heapLiveBytes();
             MallocTrim.run();
         }
