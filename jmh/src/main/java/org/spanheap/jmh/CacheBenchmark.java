@@ -241,10 +241,9 @@ public class CacheBenchmark {
             if (warm.failed.get()) {
                 System.exit(1); // the stack trace is printed: a wrong value or a failed call in the warm-up
             }
-            heapLiveBytes();
-            MallocTrim.run();
         }
-        long heapBefore = heapLiveBytes();
+        long heapBefore = heapLiveBytes(); // the full GC first: it lets direct buffers' memory go back to the C heap
+        MallocTrim.run();
         long rssBefore = rss();
         CachePeer cache = kind.open(capacity);
         Load load = new Load(cache, phaseNanos, TimeUnit.SECONDS.toNanos(seconds));
