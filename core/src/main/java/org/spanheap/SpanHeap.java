@@ -37,9 +37,12 @@ import javax.management.ObjectName;
  * }
  *
  * @implNote Platform threads keep a small cache of free blocks per size class for each
- * heap they use (by default at most 64 blocks or 64 KiB per class). Allocating and
- * freeing a block up to the largest size class is then O(1) Java code without a native
- * call; one native call in 32 or so refills or drains a cache in a batch. Virtual threads
+ * heap they use: a magazine (by default at most 64 blocks) that the allocate and free fast
+ * paths use, and behind it an overflow store, together at most 64 KiB per class by
+ * default. Allocating and freeing a block up to the largest size class is then O(1) Java
+ * code without a native call; a full magazine moves its older half to the overflow, then
+ * to a depot the heap's threads share (at most 4 x 64 KiB per class), and only then to the
+ * native core in one batched call; an empty one refills from them in the same order. Virtual threads
  * do not get a cache each: they share a few striped caches (4 per core) taken with a
  * try-lock; when their stripe is busy they make one short native call instead (the native
  * core's per-carrier cache), which never unmounts the virtual thread. Larger blocks are
@@ -585,11 +588,14 @@ public final class SpanHeap implements AutoCloseable {
         }
 
         /**
-         * Sets the most free blocks a platform thread caches per size class
-         * (default {@value SpanHeap#DEFAULT_CACHE_BLOCKS}); 0 disables the Java caches,
-         * so every allocation is a native call.
+         * Sets the size of a platform thread's magazine per size class: the stack of free
+         * blocks its allocate and free fast paths use (default
+         * {@value SpanHeap#DEFAULT_CACHE_BLOCKS}; fewer for a class whose blocks would
+         * exceed {@link #threadCacheBytesPerClass(long)}); 0 disables the Java caches, so
+         * every allocation is a native call. Beyond its magazine a thread keeps free blocks of
+         * the class up to that byte budget in an overflow store.
          *
-         * @param blocks the most cached blocks per size class and thread, or 0
+         * @param blocks the blocks of a magazine per size class and thread, or 0
          * @return this builder
          * @throws IllegalArgumentException if {@code blocks < 0} or {@code blocks > 4096}
          */
@@ -602,9 +608,10 @@ public final class SpanHeap implements AutoCloseable {
         }
 
         /**
-         * Sets the most bytes a platform thread caches per size class (default
-         * {@value SpanHeap#DEFAULT_CACHE_BYTES_PER_CLASS}); a class whose block is larger is
-         * not cached.
+         * Sets the most bytes a platform thread caches per size class, magazine and overflow
+         * store together (default {@value SpanHeap#DEFAULT_CACHE_BYTES_PER_CLASS}); a class
+         * whose block is larger is not cached. The heap's depot, shared by its threads, holds
+         * at most four times this per class.
          *
          * @param bytes the most cached bytes per size class and thread
          * @return this builder

@@ -29,6 +29,12 @@ final class MagazineLayout {
     final int[] limit;
     /** A new cache's array: class records and empty magazines with their sentinels. */
     final long[] template;
+    /**
+     * Per cached class: blocks a thread may keep beyond its magazine, in its private overflow
+     * store ({@code ThreadCache.overflow}), so that magazine and overflow together hold up to the
+     * per-class byte budget: 0 for the classes whose magazine is already at the budget.
+     */
+    final int[] overflowCapacity;
 
     MagazineLayout(SizeClassTable classes, int cacheBlocks, long cacheBytesPerClass) {
         int n = classes.count;
@@ -55,6 +61,12 @@ final class MagazineLayout {
         }
         template = ThreadCache.template(records, base, limit, classes.payloadOffset,
                 classes.payloadBytes, classes.divisor, index);
+        int[] magazine = new int[cached];
+        for (int c = 0; c < cached; c++) {
+            magazine[c] = limit[c] - base[c];
+        }
+        overflowCapacity = cacheBlocks == 0 ? magazine.clone() // all 0: nothing cached at all
+                : MagazineDepot.capacities(cached, classes.blockSize, cacheBytesPerClass, magazine);
         // 0 when nothing is cached: size 0 then maps to class 0, whose empty magazine sends the
         // request to the slow path (-1 would let every size through the unsigned compare).
         maxCachedSize = cached == 0 ? 0 : classes.blockSize[cached - 1];

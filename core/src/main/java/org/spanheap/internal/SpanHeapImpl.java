@@ -54,6 +54,8 @@ import static org.spanheap.internal.SpanLayout.MIN_ALIGNMENT;
 public final class SpanHeapImpl implements HeapEngine {
 
     private static final int CACHE_TABLE_SIZE = ThreadCaches.TABLE_SIZE;
+    /** The depot holds per class up to this many times a thread cache's per-class byte budget. */
+    static final int DEPOT_BUDGETS = 4;
     private static final VarHandle CLOSING;
     static {
         try {
@@ -96,6 +98,8 @@ public final class SpanHeapImpl implements HeapEngine {
     private final int[] cacheLimit;
     /** The thread caches of this heap: which one a thread uses, the stripes, the registry. */
     private final ThreadCaches threadCaches;
+    /** Overflowed magazine halves shared by the threads, before the native core: see {@link MagazineDepot}. */
+    private final MagazineDepot depot;
     /** {@link ThreadCaches#byThread}, read by the fast paths (plain loads, see there). */
     private final long[][] byThread;
     private final boolean global;
@@ -181,6 +185,8 @@ public final class SpanHeapImpl implements HeapEngine {
         this.cacheBase = magazines.base;
         this.cacheLimit = magazines.limit;
         this.threadCaches = new ThreadCaches(magazines, this::drainDead);
+        this.depot = new MagazineDepot(MagazineDepot.capacities(cachedClassCount, classes.blockSize,
+                DEPOT_BUDGETS * cacheBytesPerClass, new int[cachedClassCount]));
         this.byThread = threadCaches.byThread;
         refreshFrontier();
     }
@@ -271,14 +277,14 @@ public final class SpanHeapImpl implements HeapEngine {
                 int c = classes.classOf(size);
                 if (alignment <= MIN_ALIGNMENT || classes.blockAlignment[c] >= alignment) {
                     if (cacheLimit[c] != cacheBase[c]) {
-                        long[] cache = threadCaches.own();
+                        ThreadCache cache = threadCaches.own();
                         if (cache != null) {
                             return pop(cache, c);
                         }
                         ThreadCache stripe = threadCaches.lockedStripe();
                         if (stripe != null) {
                             try {
-                                return pop(stripe.m, c);
+                                return pop(stripe, c);
                             } finally {
                                 stripe.unlock();
                             }
@@ -296,11 +302,12 @@ public final class SpanHeapImpl implements HeapEngine {
     }
 
     /** Pops a block of cached class c from a cache its caller owns or has locked, refilling it if empty. */
-    private long pop(long[] m, int c) {
+    private long pop(ThreadCache cache, int c) {
+        long[] m = cache.m;
         int t = ThreadCache.top(c);
         int i = (int) m[t];
         if (i == cacheBase[c]) {
-            i = refill(m, c);
+            i = refill(cache, c);
         }
         long address = m[--i];
         m[t] = i;                                  // plain store: owner or lock holder only
@@ -364,14 +371,26 @@ public final class SpanHeapImpl implements HeapEngine {
     }
 
     /**
-     * Fills the empty magazine of class c with half its capacity; returns the new top, which
-     * the native call has stored already (a caller that dies after the call loses nothing).
+     * Fills the empty magazine of class c: a whole magazine's worth from the cache's own
+     * overflow, else from the heap's depot, else half its capacity from the native heap.
+     * Returns the new top, which each of them has stored already (a caller that dies after
+     * the call loses nothing).
      */
-    private int refill(long[] m, int c) {
+    private int refill(ThreadCache cache, int c) {
         if ((boolean) CLOSING.getOpaque(this)) {
             throw closed();
         }
+        long[] m = cache.m;
         int b = cacheBase[c];
+        int t = ThreadCache.top(c);
+        int top = cache.overflow.withdraw(c, m, b, cacheLimit[c] - b, t);
+        if (top != b) {
+            return top;
+        }
+        top = depot.withdraw(c, m, b, cacheLimit[c] - b, t);
+        if (top != b) {
+            return top;
+        }
         int want = (cacheLimit[c] - b + 1) >>> 1;
         MemorySegment whole = MemorySegment.ofArray(m);
         int got = NativeHeap.cacheRefill(handle, c, whole, b, want, ThreadCache.top(c));
@@ -472,7 +491,7 @@ public final class SpanHeapImpl implements HeapEngine {
                 freeDirect(address);
                 return;
             }
-            long[] cache = threadCaches.own();
+            ThreadCache cache = threadCaches.own();
             if (cache != null) {
                 push(cache, c, address);
                 return;
@@ -483,7 +502,7 @@ public final class SpanHeapImpl implements HeapEngine {
                 return;
             }
             try {
-                push(stripe.m, c, address);
+                push(stripe, c, address);
             } finally {
                 stripe.unlock();
             }
@@ -494,10 +513,12 @@ public final class SpanHeapImpl implements HeapEngine {
 
     /**
      * Checks the free mark of a validated block start of cached class c, sets it and pushes
-     * the block, draining the older half of a full magazine first (one downcall). The cache
-     * is the caller's own or a stripe it holds locked.
+     * the block, moving the older half of a full magazine out first: to the cache's own
+     * overflow, else the heap's depot, else the native heap (one downcall). The cache is
+     * the caller's own or a stripe it holds locked.
      */
-    private void push(long[] m, int c, long address) {
+    private void push(ThreadCache cache, int c, long address) {
+        long[] m = cache.m;
         long markOffset = address - base + BLOCK_FREE_MARK_OFFSET;
         long mark = freeKey ^ address;
         if (arena.get(JAVA_LONG_UNALIGNED, markOffset) == mark) {
@@ -509,7 +530,9 @@ public final class SpanHeapImpl implements HeapEngine {
         int limit = cacheLimit[c];
         if (i == limit) {
             int n = Math.max(1, (limit - b) >>> 1); // a one-block magazine drains its block
-            drainOlder(m, c, n);                   // frees, shifts and stores the top in one call
+            if (!cache.overflow.deposit(c, m, b, n, limit - b, t) && !depot.deposit(c, m, b, n, limit - b, t)) {
+                drainOlder(m, c, n);               // both full: frees, shifts and stores the top in one call
+            }
             i = limit - n;
         }
         arena.set(JAVA_LONG_UNALIGNED, markOffset, mark);
@@ -562,17 +585,17 @@ public final class SpanHeapImpl implements HeapEngine {
     private void drainDead(ThreadCache cache) {
         DeadThreadCacheDrainEvent event = new DeadThreadCacheDrainEvent();
         if (!event.isEnabled()) {
-            drainAll(cache.m);
+            drainAll(cache);
             return;
         }
         long blocks = 0, bytes = 0;
         for (int c = 0; c < cachedClassCount; c++) {
-            long n = cache.m[ThreadCache.top(c)] - cacheBase[c];
+            long n = cache.m[ThreadCache.top(c)] - cacheBase[c] + cache.overflow.blocks(c);
             blocks += n;
             bytes += n * classes.blockSize[c];
         }
         event.begin();
-        drainAll(cache.m);
+        drainAll(cache);
         event.end();
         if (blocks > 0 && event.shouldCommit()) {    // an empty cache is no news
             event.heap = name;
@@ -585,10 +608,13 @@ public final class SpanHeapImpl implements HeapEngine {
     }
 
     /**
-     * Returns every block of the cache array {@code m} to the native heap in one downcall.
-     * The caller owns the cache, holds the stripe's lock, or the owner is dead.
+     * Returns every block of a cache, its overflow and its magazines, to the native heap, one
+     * downcall per non-empty class of each. The caller owns the cache, holds the stripe's
+     * lock, or the owner is dead.
      */
-    private void drainAll(long[] m) {
+    private void drainAll(ThreadCache cache) {
+        cache.overflow.drain(this::drainDepot);
+        long[] m = cache.m;
         for (int c = 0; c < cachedClassCount; c++) {
             int n = (int) m[ThreadCache.top(c)] - cacheBase[c];
             if (n > 0) {
@@ -615,10 +641,22 @@ public final class SpanHeapImpl implements HeapEngine {
         }
     }
 
+    /** Frees the {@code count} blocks of a depot's or an overflow's store and empties it, in one native call. */
+    private void drainDepot(int c, long[] store, int count) {
+        if ((boolean) CLOSING.getOpaque(this)) {
+            throw closed();
+        }
+        int rc = NativeHeap.cacheDrain(handle, MemorySegment.ofArray(store), MagazineDepot.BASE, count, count, 0);
+        if (rc != SpanLayout.SH_OK) {
+            throw new IllegalStateException("sh_cache_drain rejected depot blocks: " + NativeHeap.errorName(rc));
+        }
+    }
+
     /** Slow path on a byte-limit or out-of-memory failure: return cached blocks, then retry. */
     private void reclaimCaches() {
+        depot.drain(this::drainDepot);
         threadCaches.drainDead();
-        long[] own = threadCaches.own();
+        ThreadCache own = threadCaches.own();
         if (own != null) {
             drainAll(own);
         }
@@ -682,6 +720,9 @@ public final class SpanHeapImpl implements HeapEngine {
     public HeapStats stats() {
         try {
             long[] cached = threadCaches.cachedBlocks(classes.count, cachedClassCount, cacheBase);
+            for (int c = 0; c < cachedClassCount; c++) {
+                cached[c] += depot.blocks(c);
+            }
             try (Arena tmp = Arena.ofConfined()) {
                 MemorySegment s = tmp.allocate(SpanLayout.SH_HEAP_STATS);
                 NativeHeap.stats(handle, s);

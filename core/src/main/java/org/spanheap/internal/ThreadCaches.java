@@ -45,9 +45,16 @@ final class ThreadCaches {
 
     /** Cache arrays by thread id; read by the engine's fast paths (plain, see the class comment). */
     final long[][] byThread = new long[TABLE_SIZE][];
+    /**
+     * The {@link ThreadCache} whose array is in the same slot of {@link #byThread}, for the slow
+     * paths; written before that slot (same lock), so an owner that finds its array here
+     * finds its cache too (its own registration wrote both, in program order).
+     */
+    private final ThreadCache[] cacheByThread = new ThreadCache[TABLE_SIZE];
     /** Caches shared by virtual threads; empty if no class is cached. */
     final ThreadCache[] stripes;
     private final long[] template;
+    private final int[] overflowCapacity;
     /** The calling platform thread's cache, created on first use (never used by virtual threads). */
     private final ThreadLocal<ThreadCache> caches = ThreadLocal.withInitial(this::newThreadCache);
     /** Returns every block of a terminated thread's cache to the heap. */
@@ -65,34 +72,40 @@ final class ThreadCaches {
      */
     ThreadCaches(MagazineLayout layout, Consumer<ThreadCache> drainer) {
         this.template = layout.template;
+        this.overflowCapacity = layout.overflowCapacity;
         this.drainer = drainer;
         int stripeCount = layout.cachedClassCount == 0 ? 0
                 : Integer.highestOneBit(Math.max(1, 4 * Runtime.getRuntime().availableProcessors() - 1)) << 1;
         stripes = new ThreadCache[stripeCount];
         maxVirtualCaches = stripeCount;
         for (int k = 0; k < stripeCount; k++) {
-            stripes[k] = new ThreadCache(template);
+            stripes[k] = new ThreadCache(template, overflowCapacity);
         }
     }
 
-    /** {@return the calling thread's cache array, created on first use; null on a virtual thread without one} */
-    long[] own() {
+    /** {@return the calling thread's cache, created on first use; null on a virtual thread without one} */
+    ThreadCache own() {
         Thread t = Thread.currentThread();
         long id = t.threadId();
-        long[] m = byThread[(int) id & (TABLE_SIZE - 1)];   // plain, see the class comment
+        int slot = (int) id & (TABLE_SIZE - 1);
+        long[] m = byThread[slot];                 // plain, see the class comment
         if (m != null && m[ThreadCache.OWNER] == id) {
-            return m;
+            ThreadCache cache = cacheByThread[slot];
+            if (cache != null && cache.m == m) {
+                return cache;
+            }
         }
-        return t.isVirtual() ? null : caches.get().m;
+        return t.isVirtual() ? null : caches.get();
     }
 
     private ThreadCache newThreadCache() {
-        ThreadCache cache = new ThreadCache(template, Thread.currentThread());
+        ThreadCache cache = new ThreadCache(template, overflowCapacity, Thread.currentThread());
         synchronized (registry) {
             drainDeadLocked();
             registry.add(cache);
             int slot = (int) cache.ownerId & (TABLE_SIZE - 1);
             if (byThread[slot] == null) {
+                cacheByThread[slot] = cache;
                 TABLE.setRelease(byThread, slot, cache.m);
             }
         }
@@ -144,9 +157,10 @@ final class ThreadCaches {
             if (virtualCaches >= maxVirtualCaches || byThread[slot] != null) {
                 return false;
             }
-            ThreadCache cache = new ThreadCache(template, t);
+            ThreadCache cache = new ThreadCache(template, overflowCapacity, t);
             virtualCaches++;
             registry.add(cache);
+            cacheByThread[slot] = cache;
             TABLE.setRelease(byThread, slot, cache.m);
             return true;
         }
@@ -177,17 +191,18 @@ final class ThreadCaches {
                 int slot = (int) cache.ownerId & (TABLE_SIZE - 1);
                 if (byThread[slot] == cache.m) {
                     TABLE.setRelease(byThread, slot, null);
+                    cacheByThread[slot] = null;
                 }
             }
         }
     }
 
     /** Applies {@code action} to each stripe that is free now, under its lock; a taken stripe is skipped, not waited for. */
-    void forEachFreeStripe(Consumer<long[]> action) {
+    void forEachFreeStripe(Consumer<ThreadCache> action) {
         for (ThreadCache stripe : stripes) {
             if (stripe.tryLock()) {
                 try {
-                    action.accept(stripe.m);
+                    action.accept(stripe);
                 } finally {
                     stripe.unlock();
                 }
@@ -205,12 +220,12 @@ final class ThreadCaches {
             drainDeadLocked();
             for (ThreadCache cache : registry) {
                 for (int c = 0; c < cachedClassCount; c++) {
-                    cached[c] += cache.topOpaque(c) - base[c];
+                    cached[c] += cache.topOpaque(c) - base[c] + cache.overflow.blocks(c);
                 }
             }
             for (ThreadCache stripe : stripes) {
                 for (int c = 0; c < cachedClassCount; c++) {
-                    cached[c] += stripe.topOpaque(c) - base[c];
+                    cached[c] += stripe.topOpaque(c) - base[c] + stripe.overflow.blocks(c);
                 }
             }
         }
