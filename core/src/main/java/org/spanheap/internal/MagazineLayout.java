@@ -65,8 +65,7 @@ final class MagazineLayout {
         for (int c = 0; c < cached; c++) {
             magazine[c] = limit[c] - base[c];
         }
-        overflowCapacity = cacheBlocks == 0 ? magazine.clone() // all 0: nothing cached at all
-                : MagazineDepot.capacities(cached, classes.blockSize, cacheBytesPerClass, magazine);
+        overflowCapacity = MagazineDepot.capacities(cached, classes.blockSize, cacheBytesPerClass, magazine);
         // 0 when nothing is cached: size 0 then maps to class 0, whose empty magazine sends the
         // request to the slow path (-1 would let every size through the unsigned compare).
         maxCachedSize = cached == 0 ? 0 : classes.blockSize[cached - 1];
