@@ -46,10 +46,21 @@ public class MixedSizeBenchmark {
             "NETTY_ADAPTIVE", "NETTY_ADAPTIVE_NOLEAK", "DIRECT_BYTEBUFFER"})
     public Allocator allocator;
 
+    /**
+     * {@code shared}: all threads use one allocator instance (one heap), as a service would;
+     * {@code perThread}: each thread opens its own (for spanheap, its own heap), to tell what
+     * sharing costs (docs/java-core.md, "Open problems").
+     */
+    @Param({"shared"})
+    public String heaps;
+
     SharedPeer shared;
 
     @Setup(Level.Trial)
     public void open() {
+        if (!heaps.equals("shared") && !heaps.equals("perThread")) {
+            throw new IllegalArgumentException("heaps must be shared or perThread: " + heaps);
+        }
         shared = new SharedPeer(allocator.open());
     }
 
@@ -66,11 +77,14 @@ public class MixedSizeBenchmark {
         int next;
         Peer peer;
         SharedPeer shared;
+        /** Whether {@link #shared} is this thread's own allocator ({@code heaps=perThread}). */
+        boolean own;
 
         @Setup(Level.Trial)
         public void fill(MixedSizeBenchmark bench, ThreadParams thread) {
-            peer = bench.shared.acquire();
-            shared = bench.shared;
+            own = !bench.heaps.equals("shared");
+            shared = own ? new SharedPeer(bench.allocator.open()) : bench.shared;
+            peer = shared.acquire();
             sizes = SizeMix.draw(SIZES, 0x5EED_0000L + thread.getThreadIndex());
             for (int i = 0; i < WINDOW; i++) {
                 blocks[i] = peer.allocate(sizes[i]);
@@ -85,6 +99,9 @@ public class MixedSizeBenchmark {
                 blocks[i] = null;
             }
             shared.release();
+            if (own) {
+                shared.release();                  // the state's own count: closes the thread's peer
+            }
         }
     }
 
