@@ -630,12 +630,20 @@ public final class SpanHeapImpl implements HeapEngine {
      * ones (StackOverflowInCacheTest; before, the free and the bookkeeping were separate steps).
      */
     private void drainOlder(long[] m, int c, int n) {
+        int b = cacheBase[c];
+        drainStack(m, b, n, (int) m[ThreadCache.top(c)] - b, ThreadCache.top(c));
+    }
+
+    /**
+     * Frees the {@code n} oldest of the {@code count} blocks at {@code a[base ..)}, moves the
+     * rest down and stores the new top into {@code a[top]}, in one native call: a magazine's
+     * older half, or a whole depot or overflow store.
+     */
+    private void drainStack(long[] a, int base, int n, int count, int top) {
         if ((boolean) CLOSING.getOpaque(this)) {
             throw closed();
         }
-        int b = cacheBase[c];
-        int count = (int) m[ThreadCache.top(c)] - b;
-        int rc = NativeHeap.cacheDrain(handle, MemorySegment.ofArray(m), b, n, count, ThreadCache.top(c));
+        int rc = NativeHeap.cacheDrain(handle, MemorySegment.ofArray(a), base, n, count, top);
         if (rc != SpanLayout.SH_OK) {
             throw new IllegalStateException("sh_cache_drain rejected cached blocks: " + NativeHeap.errorName(rc));
         }
@@ -643,13 +651,7 @@ public final class SpanHeapImpl implements HeapEngine {
 
     /** Frees the {@code count} blocks of a depot's or an overflow's store and empties it, in one native call. */
     private void drainDepot(int c, long[] store, int count) {
-        if ((boolean) CLOSING.getOpaque(this)) {
-            throw closed();
-        }
-        int rc = NativeHeap.cacheDrain(handle, MemorySegment.ofArray(store), MagazineDepot.BASE, count, count, 0);
-        if (rc != SpanLayout.SH_OK) {
-            throw new IllegalStateException("sh_cache_drain rejected depot blocks: " + NativeHeap.errorName(rc));
-        }
+        drainStack(store, MagazineDepot.BASE, count, count, 0);
     }
 
     /** Slow path on a byte-limit or out-of-memory failure: return cached blocks, then retry. */
