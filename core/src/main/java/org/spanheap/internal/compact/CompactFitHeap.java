@@ -703,13 +703,7 @@ public final class CompactFitHeap {
                 if (n <= goal) {
                     continue;
                 }
-                if (candidates.length < n) {
-                    candidates = new Page[Math.max(n, candidates.length * 2)];
-                }
-                for (int i = 0; i < n; i++) {
-                    candidates[i] = c.notFullAt(i);
-                }
-                Arrays.sort(candidates, 0, n, FULLEST_FIRST);
+                sortFullestFirst(c, n);
                 int front = 0, back = n - 1, emptied = 0;
                 Page dst = candidates[front];
                 long now = System.nanoTime();
@@ -753,8 +747,48 @@ public final class CompactFitHeap {
         return bytes;
     }
 
-    private static final java.util.Comparator<Page> FULLEST_FIRST = (a, b) -> Integer.compare(b.used, a.used);
     private Page[] candidates = new Page[64];
+    /** Scratch for {@link #sortFullestFirst}: the class's not-full pages in their list order. */
+    private Page[] unsorted = new Page[64];
+    private int[] usedCount = new int[64];
+
+    /**
+     * Puts the class's {@code n} not-full pages into {@code candidates[0..n)}, fullest first
+     * (ties in list order), by counting sort on their use: a page holds few slots, so this is
+     * O(n + slots) with no comparator. {@code Arrays.sort} with one was TimSort, which C2
+     * recompiled again and again as the rounds' inputs changed (uncommon traps in
+     * {@code mergeLo}/{@code mergeHi}: about 20 recompilations in a 10-second churn), compile
+     * time taken from the mutators on a small machine. Caller holds the class's lock.
+     */
+    private void sortFullestFirst(SizeClassPages c, int n) {
+        if (candidates.length < n) {
+            int len = Math.max(n, candidates.length * 2);
+            candidates = new Page[len];
+            unsorted = new Page[len];
+        }
+        int max = 0;
+        for (int i = 0; i < n; i++) {
+            Page p = c.notFullAt(i);
+            unsorted[i] = p;
+            max = Math.max(max, p.used);
+        }
+        if (usedCount.length < max + 2) {
+            usedCount = new int[Math.max(max + 2, usedCount.length * 2)];
+        }
+        int[] count = usedCount;
+        Arrays.fill(count, 0, max + 2, 0);
+        for (int i = 0; i < n; i++) {
+            count[max - unsorted[i].used + 1]++;   // key 0 = fullest
+        }
+        for (int k = 1; k <= max + 1; k++) {
+            count[k] += count[k - 1];              // count[key] = first position of key
+        }
+        for (int i = 0; i < n; i++) {
+            Page p = unsorted[i];
+            candidates[count[max - p.used]++] = p;
+        }
+        Arrays.fill(unsorted, 0, n, null);
+    }
 
     private void addMove(int index, Page src, int srcSlot, Page dst, int dstSlot) {
         if (moveCount == mvIndex.length) {
