@@ -70,6 +70,10 @@ import org.spanheap.SpanHeap;
  *   <li>{@code MALLOC_FFM}, {@code JEMALLOC_FFM}, {@code MIMALLOC_FFM}: {@code malloc} /
  *       {@code mi_malloc} and {@code free} / {@code mi_free} through critical FFM downcalls
  *       ({@link NativeMallocPeer}), a copy; the index keeps the address, reads go to it.</li>
+ *   <li>{@code JAVA_HEAP} (not in the default list): a {@code byte[]} per value (the JVM zeroes
+ *       it) and a copy; the GC frees it. In memory mode, with the Java heap fixed and pre-touched,
+ *       its RSS growth is the JVM's own under this churn (code, metadata, GC and JIT memory): the
+ *       control to subtract from the other stores' growth.</li>
  * </ul>
  *
  * <p>The shard locks are {@code ReentrantLock}s rather than monitors: the figures should be
@@ -136,7 +140,13 @@ public class CacheChurnBenchmark {
         SPANHEAP,
         MALLOC_FFM,
         JEMALLOC_FFM,
-        MIMALLOC_FFM;
+        MIMALLOC_FFM,
+        /**
+         * Values as {@code byte[]} on the Java heap (zeroed by the JVM, then copied): what a cache
+         * with on-heap values does, and in memory mode a control for the JVM's own RSS growth (with
+         * a fixed, pre-touched Java heap its values add no RSS).
+         */
+        JAVA_HEAP;
 
         /**
          * @throws UnsupportedOperationException if the store's library does not load here
@@ -152,6 +162,7 @@ public class CacheChurnBenchmark {
                 case JEMALLOC_FFM -> new NativeStore(Allocator.JEMALLOC_FFM.open(), () -> -1);
                 case MIMALLOC_FFM -> new NativeStore(Allocator.MIMALLOC_FFM.open(),
                         NativeMallocPeer.Mimalloc::committedBytes);
+                case JAVA_HEAP -> new JavaHeapStore();
             };
         }
     }
@@ -568,6 +579,42 @@ public class CacheChurnBenchmark {
         @Override
         public void close() {
             peer.close();
+        }
+    }
+
+    /** Values as {@code byte[]}, viewed through heap segments; "free" drops the array. */
+    static final class JavaHeapStore implements ValueStore {
+
+        @Override
+        public long maxValueSize() {
+            return Integer.MAX_VALUE - 8;
+        }
+
+        @Override
+        public void allocate(MemorySegment source, int size, NewValue value) {
+            MemorySegment block = MemorySegment.ofArray(new byte[size]);
+            MemorySegment.copy(source, 0, block, 0, size);
+            value.ref = 0;
+            value.segment = block;
+        }
+
+        @Override
+        public long readEnds(long unused, MemorySegment segment, int size) {
+            return segment.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) + segment.get(ValueLayout.JAVA_LONG_UNALIGNED, size - 8);
+        }
+
+        @Override
+        public void free(long unused, MemorySegment segment, int size) {
+            // the index drops its reference; the GC reclaims the array
+        }
+
+        @Override
+        public long committedBytes() {
+            return -1;
+        }
+
+        @Override
+        public void close() {
         }
     }
 
