@@ -324,7 +324,10 @@ public final class CompactingHeap implements AutoCloseable {
      * Compacts now: reclaims freed memory and moves objects until every size
      * class has at most one not-full page, in rounds of at most iota bytes;
      * emptied pages go back to the OS. Works also when kappa is infinite, which
-     * turns off only the automatic compaction.
+     * turns off only the automatic compaction. Pages that other threads' frees
+     * make not-full while the call runs are left to the next call (or to the
+     * background rounds), so the call ends under any churn: on a quiescent heap
+     * the bound above holds when it returns.
      *
      * @return the bytes moved
      * @throws IllegalStateException if the heap is closed, or if called inside a
