@@ -462,8 +462,9 @@ public class CacheChurnBenchmark {
         @Override
         public String notes() {
             CompactingHeapStats s = heap.stats();
-            return String.format(Locale.ROOT, ", compact() calls %d, moved %.1f MiB, large objects %d",
-                    compactCalls, mib(s.movedBytes()), s.largeObjects());
+            return String.format(Locale.ROOT, ", compact() calls %d, moved %.1f MiB, large objects %d, epochs %d"
+                    + " (longest close %.2f ms)", compactCalls, mib(s.movedBytes()), s.largeObjects(), s.epochs(),
+                    s.maxEpochCloseNanos() / 1e6);
         }
 
         @Override
