@@ -321,7 +321,12 @@ public class CacheChurnBenchmark {
 
     /** What {@link ValueStore#readEnds} returns for an intact value of {@code size} bytes. */
     private long expectedEnds(int size) {
-        return source.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) + source.get(ValueLayout.JAVA_LONG_UNALIGNED, size - 8);
+        return ends(source, size);
+    }
+
+    /** The sum of the first and the last 8 bytes of {@code s}'s first {@code size} bytes ({@code size >= 8}). */
+    static long ends(MemorySegment s, int size) {
+        return s.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) + s.get(ValueLayout.JAVA_LONG_UNALIGNED, size - 8);
     }
 
     /** Live, committed, RSS and rejected values, as the trial's teardown prints them. */
@@ -427,7 +432,7 @@ public class CacheChurnBenchmark {
         public long readEnds(long handle, MemorySegment unused, int size) {
             MemorySegment s = heap.segment(handle);
             try {
-                return s.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) + s.get(ValueLayout.JAVA_LONG_UNALIGNED, size - 8);
+                return ends(s, size);
             } catch (IllegalStateException e) {
                 return readEndsAgain(handle, size, s, e);
             }
@@ -441,8 +446,7 @@ public class CacheChurnBenchmark {
                 }
                 s = heap.segment(handle);
                 try {
-                    return s.get(ValueLayout.JAVA_LONG_UNALIGNED, 0)
-                            + s.get(ValueLayout.JAVA_LONG_UNALIGNED, size - 8);
+                    return ends(s, size);
                 } catch (IllegalStateException again) {
                     e = again;
                 }
@@ -506,7 +510,7 @@ public class CacheChurnBenchmark {
 
         @Override
         public long readEnds(long unused, MemorySegment block, int size) {
-            return block.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) + block.get(ValueLayout.JAVA_LONG_UNALIGNED, size - 8);
+            return ends(block, size);
         }
 
         @Override
@@ -601,7 +605,7 @@ public class CacheChurnBenchmark {
 
         @Override
         public long readEnds(long unused, MemorySegment segment, int size) {
-            return segment.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) + segment.get(ValueLayout.JAVA_LONG_UNALIGNED, size - 8);
+            return ends(segment, size);
         }
 
         @Override
