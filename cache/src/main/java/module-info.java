@@ -1,6 +1,6 @@
 /**
  * spanheap-cache: {@link org.spanheap.cache.OffHeapCache}, a bounded cache whose values live in
- * a {@link org.spanheap.CompactingHeap}, with Caffeine as index and policy.
+ * a {@link org.spanheap.CompactingHeap}, with a W-TinyLFU index of its own.
  *
  * <p>Needs native access for the core module: {@code --enable-native-access=org.spanheap} on
  * the module path.
@@ -8,7 +8,6 @@
 module org.spanheap.cache {
     // The API names the core's CompactingHeap.Builder (OffHeapCache.Builder.heap).
     requires transitive org.spanheap;
-    requires com.github.benmanes.caffeine;
     // OffHeapCacheMXBean and the CacheStatistics JFR event.
     requires java.management;
     requires jdk.jfr;

@@ -32,7 +32,7 @@ abstract class IndexKeys<K> {
             return (IndexKeys<K>) new Itself<>(s -> WRAPPER_BYTES + (long) ((String) s).length());
         }
         if (serializer == Serializers.longs()) {
-            return (IndexKeys<K>) new Itself<>(l -> 16);
+            return (IndexKeys<K>) new Itself<>(l -> 24); // a Long: 12-byte header and 8 bytes of value
         }
         if (serializer == Serializers.bytes()) {
             return (IndexKeys<K>) new ByteArrayKeys();

@@ -1,10 +1,10 @@
 package org.spanheap.cache;
 
-import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Function;
 import org.spanheap.CompactingHeap;
@@ -16,22 +16,26 @@ import org.spanheap.StaleHandleException;
  * {@link CompactingHeap} of its own, so that the memory they take stays close to
  * what they need whatever mix of sizes comes and goes.
  *
- * <p>The index and the eviction policy are Caffeine's (W-TinyLFU: a frequency
- * sketch guards admission to a main region behind a small window): the index
- * maps each key to its value's handle, and every entry that leaves it frees its
- * handle. Keys are equal when their serialized bytes are equal.
+ * <p>The index maps each key to its value's handle and evicts with W-TinyLFU,
+ * Caffeine's policy (a frequency sketch guards admission to a main region
+ * behind a small window), in segments that each have a lock of their own and
+ * keep their entries in arrays, not in an object per entry. Every entry that
+ * leaves the index frees its handle. Keys are equal when their serialized
+ * bytes are equal.
  *
  * <p><b>What the capacity bounds.</b> Everything an entry costs, off and on
  * the Java heap: its value's off-heap footprint
  * ({@link CompactingHeap#footprint(long)}: the value rounded up to its size
  * class), its key as the index holds it on the Java heap, and
- * {@value #ENTRY_OVERHEAD} bytes for its index entry. The sum over all entries
+ * {@value #ENTRY_OVERHEAD} bytes for its index entry ({@value #EXPIRY_OVERHEAD}
+ * more for each kind of expiry that is on). The sum over all entries
  * stays within the capacity (once each operation's eviction has run). A value
  * too large to fit at all is refused with an {@link IllegalArgumentException}.
  *
  * <p><b>Threads.</b> All methods are thread-safe. Eviction, expiry and removal
  * notifications run on the calling threads, after the operation that caused
- * them. Reads are lock-free and see a value whole even while compaction moves
+ * them. A lookup holds its segment's lock only to find the handle; the value is
+ * read after, without the lock, and is seen whole even while compaction moves
  * it; a value replaced or removed during a read is either read whole as it was
  * or the lookup is retried.
  *
@@ -53,10 +57,14 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
 
     /**
      * Bytes charged per entry for what it takes on the Java heap besides its key:
-     * the index's node, the handle-table entry and the handle's holder (measured
-     * with 500,000 entries; see docs/cache.md).
+     * its slot in the index's arrays and hash table, its share of the frequency
+     * sketch, and the heap's handle-table entry (measured at 81-92 bytes between
+     * 100,000 and 1,000,000 entries, as the arrays grow; see docs/cache.md).
      */
-    public static final int ENTRY_OVERHEAD = 160;
+    public static final int ENTRY_OVERHEAD = 96;
+
+    /** Bytes charged per entry for each kind of expiry that is on: its time stamp (8 bytes) and the arrays' slack. */
+    public static final int EXPIRY_OVERHEAD = 12;
 
     /** The largest value: an entry's charge must fit an {@code int}. */
     public static final long MAX_VALUE_SIZE = Integer.MAX_VALUE - (1L << 20);
@@ -65,17 +73,21 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     private static final int LOOKUP_ATTEMPTS = 4;
 
     private final CompactingHeap heap;
-    private final Cache<Object, StoredValue> index;
+    private final CacheIndex index;
     private final IndexKeys<K> keys;
     private final Serializer<V> values;
     private final Function<MemorySegment, V> readValue;
     private final RemovalListener<? super K, ? super V> listener;
     private final long capacity;
-    /**
-     * Expirations; evictions for size are Caffeine's eviction count less these (Caffeine
-     * counts both as evictions). Counting size evictions here too cost an atomic addition
-     * on every put that evicts: docs/cache.md.
-     */
+    /** {@link #ENTRY_OVERHEAD}, plus {@link #EXPIRY_OVERHEAD} per kind of expiry that is on. */
+    private final int entryOverhead;
+    /** The time source, or null when nothing expires (then no clock is read). */
+    private final Ticker ticker;
+    /** Loads in progress, one per key: other callers for the key wait for it. */
+    private final ConcurrentHashMap<Object, Load> loading = new ConcurrentHashMap<>();
+    private final LongAdder loads = new LongAdder();
+    private final LongAdder loadFailures = new LongAdder();
+    private final LongAdder evictions = new LongAdder();
     private final LongAdder expirations = new LongAdder();
     private final String name;
     private final CacheMXBeanAdapter mxBean;
@@ -88,27 +100,18 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         this.readValue = values::read;
         this.listener = b.listener;
         this.capacity = b.capacity;
-        Caffeine<Object, Object> caffeine = Caffeine.newBuilder()
-                .maximumWeight(b.capacity)
-                .executor(Runnable::run)
-                .recordStats();
-        if (b.expireAfterWrite != null) {
-            caffeine.expireAfterWrite(b.expireAfterWrite);
-        }
-        if (b.expireAfterAccess != null) {
-            caffeine.expireAfterAccess(b.expireAfterAccess);
-        }
-        if (b.ticker != null) {
-            Ticker t = b.ticker;
-            caffeine.ticker(t::read);
-        }
-        this.index = caffeine
-                .<Object, StoredValue>weigher((k, v) -> v.weight())
-                .<Object, StoredValue>removalListener((k, v, cause) -> onRemoval(k, v, cause))
-                .build();
+        this.entryOverhead = ENTRY_OVERHEAD + (b.expireAfterWrite != null ? EXPIRY_OVERHEAD : 0)
+                + (b.expireAfterAccess != null ? EXPIRY_OVERHEAD : 0);
+        boolean expires = b.expireAfterWrite != null || b.expireAfterAccess != null;
+        this.ticker = !expires ? null : b.ticker != null ? b.ticker : Ticker.system();
+        this.index = new CacheIndex(b.capacity, nanos(b.expireAfterWrite), nanos(b.expireAfterAccess));
         this.name = b.name != null ? b.name : "cache-" + Integer.toHexString(System.identityHashCode(this));
         this.mxBean = b.name != null ? registerOrClose(b.name) : null;
         CacheStatisticsEvent.opened(this);
+    }
+
+    private static long nanos(Duration d) {
+        return d == null ? 0 : d.toNanos();
     }
 
     private CacheMXBeanAdapter registerOrClose(String name) {
@@ -165,13 +168,14 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         Objects.requireNonNull(reader, "reader");
         checkOpen();
         Object k = keys.lookup(key);
+        int hash = CacheIndex.hash(k);
         for (int attempt = 1; ; attempt++) {
-            StoredValue v = index.getIfPresent(k);
-            if (v == null) {
+            long handle = index.lookup(k, hash, now());
+            if (handle == 0) {
                 return null;
             }
             try {
-                return heap.read(v.handle(), reader);
+                return heap.read(handle, reader);
             } catch (StaleHandleException e) {
                 // removed or replaced between the lookup and the read: look again
                 if (attempt == LOOKUP_ATTEMPTS) {
@@ -191,7 +195,8 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     public boolean containsKey(K key) {
         Objects.requireNonNull(key, "key");
         checkOpen();
-        return index.asMap().containsKey(keys.lookup(key));
+        Object k = keys.lookup(key);
+        return index.contains(k, CacheIndex.hash(k), now());
     }
 
     /**
@@ -210,7 +215,15 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         Objects.requireNonNull(value, "value");
         checkOpen();
         Object k = keys.stored(key);
-        index.put(k, store(k, value));
+        long size = sizeOf(value);
+        int charge = chargeOf(k, size);
+        long handle = heap.allocate(size, segment -> values.write(value, segment));
+        IndexSegment.Removals out = new IndexSegment.Removals();
+        try {
+            index.put(k, CacheIndex.hash(k), handle, charge, now(), false, out);
+        } finally {
+            release(out);
+        }
     }
 
     /**
@@ -229,15 +242,23 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         Objects.requireNonNull(value, "value");
         checkOpen();
         Object k = keys.stored(key);
-        if (index.asMap().containsKey(k)) {
+        int hash = CacheIndex.hash(k);
+        if (index.contains(k, hash, now())) {
             return false; // the usual case when present: no copy made
         }
-        StoredValue fresh = store(k, value);
-        if (index.asMap().putIfAbsent(k, fresh) != null) {
-            heap.free(fresh.handle()); // never published
-            return false;
+        long size = sizeOf(value);
+        int charge = chargeOf(k, size);
+        long handle = heap.allocate(size, segment -> values.write(value, segment));
+        IndexSegment.Removals out = new IndexSegment.Removals();
+        try {
+            if (index.put(k, hash, handle, charge, now(), true, out) != 0) {
+                heap.free(handle); // never published
+                return false;
+            }
+            return true;
+        } finally {
+            release(out);
         }
-        return true;
     }
 
     /**
@@ -259,31 +280,68 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         Objects.requireNonNull(loader, "loader");
         checkOpen();
         Object k = keys.stored(key);
+        int hash = CacheIndex.hash(k);
         for (int attempt = 1; ; attempt++) {
-            Object[] loaded = new Object[1];
-            StoredValue v = index.get(k, ik -> {
-                V value = loader.apply(key);
-                if (value == null) {
-                    return null;
+            long handle = index.lookup(k, hash, now());
+            if (handle != 0) {
+                try {
+                    return heap.read(handle, readValue);
+                } catch (StaleHandleException e) {
+                    if (attempt == LOOKUP_ATTEMPTS) {
+                        throw new IllegalStateException("the entry of this key kept being replaced", e);
+                    }
+                    continue;
                 }
-                loaded[0] = value;
-                return store(ik, value);
-            });
-            if (v == null) {
-                return null;
             }
-            if (loaded[0] != null) {
-                @SuppressWarnings("unchecked")
-                V value = (V) loaded[0];
-                return value;
+            Load mine = new Load();
+            Load other = loading.putIfAbsent(k, mine);
+            if (other != null) {
+                if (other.loader == Thread.currentThread()) {
+                    throw new IllegalStateException("computeIfAbsent called again for the key it is loading");
+                }
+                other.join(); // then look again: it stored the value, or failed and we load
+                continue;
             }
             try {
-                return heap.read(v.handle(), readValue);
-            } catch (StaleHandleException e) {
-                if (attempt == LOOKUP_ATTEMPTS) {
-                    throw new IllegalStateException("the entry of this key kept being replaced", e);
-                }
+                return load(key, k, hash, loader);
+            } finally {
+                loading.remove(k, mine);
+                mine.complete(null);
             }
+        }
+    }
+
+    /** Runs {@code loader} for a key no one else is loading and stores what it returns. */
+    private V load(K key, Object k, int hash, Function<? super K, ? extends V> loader) {
+        if (index.contains(k, hash, now())) {
+            // stored between our lookup and our claim: read it (the caller's next lookup)
+            return get(key);
+        }
+        V value;
+        int charge;
+        long handle;
+        try {
+            value = loader.apply(key);
+            if (value == null) {
+                loadFailures.increment();
+                return null;
+            }
+            long size = sizeOf(value);
+            charge = chargeOf(k, size);
+            handle = heap.allocate(size, segment -> values.write(value, segment));
+        } catch (RuntimeException | Error e) {
+            loadFailures.increment();
+            throw e;
+        }
+        IndexSegment.Removals out = new IndexSegment.Removals();
+        try {
+            if (index.put(k, hash, handle, charge, now(), true, out) != 0) {
+                heap.free(handle); // a put stored a value meanwhile: it stays, the caller gets what it loaded
+            }
+            loads.increment();
+            return value;
+        } finally {
+            release(out);
         }
     }
 
@@ -298,7 +356,13 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     public boolean remove(K key) {
         Objects.requireNonNull(key, "key");
         checkOpen();
-        return index.asMap().remove(keys.lookup(key)) != null;
+        Object k = keys.lookup(key);
+        IndexSegment.Removals out = new IndexSegment.Removals();
+        try {
+            return index.remove(k, CacheIndex.hash(k), out);
+        } finally {
+            release(out);
+        }
     }
 
     /**
@@ -308,7 +372,12 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      */
     public void clear() {
         checkOpen();
-        index.invalidateAll();
+        IndexSegment.Removals out = new IndexSegment.Removals();
+        try {
+            index.removeAll(false, 0, out);
+        } finally {
+            release(out);
+        }
     }
 
     /**
@@ -319,7 +388,12 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      */
     public void cleanUp() {
         checkOpen();
-        index.cleanUp();
+        IndexSegment.Removals out = new IndexSegment.Removals();
+        try {
+            index.removeAll(true, now(), out);
+        } finally {
+            release(out);
+        }
     }
 
     /**
@@ -330,7 +404,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      */
     public long size() {
         checkOpen();
-        return index.estimatedSize();
+        return index.counts()[0];
     }
 
     /** {@return the cache's name: the one given to {@link Builder#registerMXBean(String)}, or a generated one} */
@@ -346,8 +420,9 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     /**
      * {@return the bytes an entry is charged, given its key's charge and its
      * value's size} It is what the capacity bounds: the value's off-heap
-     * footprint, the key's charge and {@value #ENTRY_OVERHEAD} for the index entry.
-     * A key is charged what the index holds on the Java heap: 16 bytes for a
+     * footprint, the key's charge and {@value #ENTRY_OVERHEAD} for the index entry
+     * (plus {@value #EXPIRY_OVERHEAD} per kind of expiry that is on).
+     * A key is charged what the index holds on the Java heap: 24 bytes for a
      * {@code Long}, 40 plus its length for a {@code String} (with
      * {@link Serializers#utf8()}) or for any serialized key (its bytes).
      *
@@ -359,7 +434,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         if (keyBytes < 0 || valueBytes < 0 || valueBytes > MAX_VALUE_SIZE) {
             throw new IllegalArgumentException("sizes out of range: key " + keyBytes + ", value " + valueBytes);
         }
-        return heap.footprint(valueBytes) + keyBytes + ENTRY_OVERHEAD;
+        return heap.footprint(valueBytes) + keyBytes + entryOverhead;
     }
 
     /**
@@ -369,13 +444,11 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      */
     public CacheStats stats() {
         checkOpen();
-        long expired = expirations.sum(); // before Caffeine's count, which is taken before the listener adds to ours
-        com.github.benmanes.caffeine.cache.stats.CacheStats s = index.stats();
+        long[] counts = index.counts();
         CompactingHeapStats h = heap.stats();
-        long weighted = index.policy().eviction().orElseThrow().weightedSize().orElse(0);
-        return new CacheStats(s.hitCount(), s.missCount(), s.loadSuccessCount(), s.loadFailureCount(),
-                Math.max(0, s.evictionCount() - expired), expired, index.estimatedSize(), weighted, capacity,
-                h.liveBytes(), h.committedBytes(), h.movedBytes(), h.compactionIncrements());
+        return new CacheStats(counts[1], counts[2], loads.sum(), loadFailures.sum(), evictions.sum(),
+                expirations.sum(), counts[0], index.charged(), capacity, h.liveBytes(), h.committedBytes(),
+                h.movedBytes(), h.compactionIncrements());
     }
 
     /**
@@ -393,42 +466,54 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         if (mxBean != null) {
             mxBean.unregister();
         }
-        index.invalidateAll();
-        index.cleanUp();
-        heap.close();
+        heap.close(); // every value at once; the index is dropped with the cache
     }
 
     // ---- internals --------------------------------------------------------
 
-    /** Copies {@code value} into the heap and returns its index entry; nothing is left behind if it throws. */
-    private StoredValue store(Object indexKey, V value) {
+    private long now() {
+        return ticker == null ? 0 : ticker.read();
+    }
+
+    /** {@return the serialized size of {@code value}, checked} */
+    private long sizeOf(V value) {
         long size = values.size(value);
         if (size < 0 || size > MAX_VALUE_SIZE) {
             throw new IllegalArgumentException("value serializer gave a size out of range [0, "
                     + MAX_VALUE_SIZE + "]: " + size);
         }
-        long weight = heap.footprint(size) + keys.chargedBytes(indexKey) + ENTRY_OVERHEAD;
-        if (weight > capacity) {
-            throw new IllegalArgumentException("an entry with a value of " + size + " bytes is charged " + weight
-                    + " bytes, more than the cache's capacity of " + capacity + " bytes");
-        }
-        long handle = heap.allocate(size, segment -> values.write(value, segment));
-        return new StoredValue(handle, (int) weight);
+        return size;
     }
 
-    private void onRemoval(Object indexKey, StoredValue v, com.github.benmanes.caffeine.cache.RemovalCause cause) {
-        if (v == null) {
-            return; // only for collected weak values, which this cache does not use
+    /** {@return what an entry of a value of {@code size} bytes is charged} Checks it against the capacity. */
+    private int chargeOf(Object indexKey, long size) {
+        long charge = heap.footprint(size) + keys.chargedBytes(indexKey) + entryOverhead;
+        if (charge > capacity) {
+            throw new IllegalArgumentException("an entry with a value of " + size + " bytes is charged " + charge
+                    + " bytes, more than the cache's capacity of " + capacity + " bytes");
         }
-        try {
-            if (cause == com.github.benmanes.caffeine.cache.RemovalCause.EXPIRED) {
+        return (int) charge;
+    }
+
+    /** Counts, tells the listener of and frees the entries that left the index (its locks released). */
+    private void release(IndexSegment.Removals out) {
+        for (int i = 0; i < out.size(); i++) {
+            RemovalCause cause = out.cause(i);
+            if (cause == RemovalCause.SIZE) {
+                evictions.increment();
+            } else if (cause == RemovalCause.EXPIRED) {
                 expirations.increment();
             }
-            if (listener != null && !closed) {
-                notifyListener(indexKey, v, cause);
+            try {
+                if (listener != null && !closed) {
+                    listener.onRemoval(keys.userKey(out.key(i)), heap.read(out.handle(i), readValue), cause);
+                }
+            } catch (RuntimeException e) {
+                System.getLogger(OffHeapCache.class.getName()).log(System.Logger.Level.WARNING,
+                        "the removal listener threw; the entry is removed all the same", e);
+            } finally {
+                free(out.handle(i));
             }
-        } finally {
-            free(v.handle());
         }
     }
 
@@ -445,14 +530,9 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         }
     }
 
-    private void notifyListener(Object indexKey, StoredValue v, com.github.benmanes.caffeine.cache.RemovalCause cause) {
-        RemovalCause ours = switch (cause) {
-            case EXPLICIT, COLLECTED -> RemovalCause.EXPLICIT;
-            case REPLACED -> RemovalCause.REPLACED;
-            case SIZE -> RemovalCause.SIZE;
-            case EXPIRED -> RemovalCause.EXPIRED;
-        };
-        listener.onRemoval(keys.userKey(indexKey), heap.read(v.handle(), readValue), ours);
+    /** A load in progress; other callers for its key wait for it to complete. */
+    private static final class Load extends CompletableFuture<Void> {
+        final Thread loader = Thread.currentThread();
     }
 
     private void checkOpen() {

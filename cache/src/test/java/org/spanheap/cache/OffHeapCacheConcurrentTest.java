@@ -96,4 +96,57 @@ class OffHeapCacheConcurrentTest {
             assertEquals(0, cache.stats().liveBytes());
         }
     }
+
+    @Test
+    void concurrentComputeIfAbsentRunsOneLoadPerKey() throws Exception {
+        try (OffHeapCache<Long, byte[]> c = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
+                .capacity(16 << 20).build()) {
+            java.util.concurrent.atomic.AtomicInteger loads = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(8);
+            List<Thread> threads = new ArrayList<>();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            for (int t = 0; t < 8; t++) {
+                Thread th = new Thread(() -> {
+                    try {
+                        start.await();
+                        for (long key = 0; key < 200; key++) {
+                            long k = key;
+                            byte[] v = c.computeIfAbsent(k, x -> {
+                                loads.incrementAndGet();
+                                java.util.concurrent.locks.LockSupport.parkNanos(20_000); // others arrive meanwhile
+                                return new byte[] {(byte) x.longValue()};
+                            });
+                            assertEquals(1, v.length);
+                            assertEquals((byte) key, v[0]);
+                        }
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    }
+                });
+                threads.add(th);
+                th.start();
+            }
+            for (Thread th : threads) {
+                th.join();
+            }
+            if (failure.get() != null) {
+                throw new AssertionError(failure.get());
+            }
+            assertEquals(200, loads.get(), "one load per key");
+            assertEquals(200, c.stats().loads());
+            assertEquals(200, c.size());
+        }
+    }
+
+    @Test
+    void aLoaderThatLoadsItsOwnKeyAgainGetsAClearException() {
+        try (OffHeapCache<Long, byte[]> c = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
+                .capacity(1 << 20).build()) {
+            IllegalStateException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+                    () -> c.computeIfAbsent(1L, k -> c.computeIfAbsent(1L, k2 -> new byte[1])));
+            assertTrue(e.getMessage().contains("loading"), e.getMessage());
+            assertEquals(0, c.size());
+            assertEquals(1, c.computeIfAbsent(1L, k -> new byte[1]).length, "the key can be loaded afterwards");
+        }
+    }
 }

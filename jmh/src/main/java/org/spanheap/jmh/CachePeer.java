@@ -227,7 +227,7 @@ public interface CachePeer extends AutoCloseable {
 
         CaffeineHeap(long capacity) {
             cache = Caffeine.newBuilder().maximumWeight(capacity)
-                    .weigher((Long k, byte[] v) -> ENTRY_BYTES + 16 + ((16 + v.length + 7) & ~7))
+                    .weigher((Long k, byte[] v) -> ENTRY_BYTES + 24 + ((16 + v.length + 7) & ~7))
                     .build();
         }
 

@@ -1,6 +1,5 @@
 package org.spanheap.examples.modular;
 
-import com.github.benmanes.caffeine.cache.Caffeine;
 import io.netty.buffer.ByteBuf;
 import io.netty.util.ReferenceCounted;
 import org.junit.jupiter.api.Test;
@@ -25,7 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * spanheap as a module-path user gets it: a JVM of its own with the core, cache and Netty jars
- * (and Caffeine's and Netty's) on the module path and {@code --enable-native-access=org.spanheap},
+ * (and Netty's) on the module path and {@code --enable-native-access=org.spanheap},
  * running {@link ModulePathProbe}. The tests of the modules themselves run on the class path.
  */
 class ModulePathTest {
@@ -35,7 +34,7 @@ class ModulePathTest {
         // The jars this test runs with (in a reactor build before packaging: the classes
         // directories, which are exploded modules as good as the jars).
         List<Path> modules = Stream.of(SpanHeap.class, OffHeapCache.class, SpanHeapByteBufAllocator.class,
-                Caffeine.class, ByteBuf.class, ReferenceCounted.class).map(ModulePathTest::location).distinct()
+                ByteBuf.class, ReferenceCounted.class).map(ModulePathTest::location).distinct()
                 .toList();
         Path java = Path.of(System.getProperty("java.home"), "bin", "java");
         List<String> command = new ArrayList<>(List.of(java.toString(),

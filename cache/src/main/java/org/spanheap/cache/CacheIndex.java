@@ -1,0 +1,188 @@
+package org.spanheap.cache;
+
+import java.util.concurrent.atomic.AtomicLong;
+import org.spanheap.cache.IndexSegment.Removals;
+
+/**
+ * The cache's index: keys to value handles, in {@link IndexSegment}s that each
+ * run W-TinyLFU over their entries under their own lock, so threads touching
+ * different segments never wait for each other (OHC's layout, with Caffeine's
+ * policy per segment).
+ *
+ * <p><b>The byte bound.</b> Each segment aims at an equal share of the
+ * capacity and evicts its own entries beyond it. An entry larger than a share
+ * (up to the whole capacity) is allowed: then the index evicts from other
+ * segments, one entry at a time under each one's lock (never two locks at
+ * once), until the sum of all charges is within the capacity again. So the
+ * capacity holds when every write returns, as long as no other write is
+ * still running.
+ *
+ * <p>Every method that removes entries reports them in a {@link Removals};
+ * the caller frees their handles after the segment's lock is released.
+ */
+final class CacheIndex {
+
+    /** A segment's share is at least this, so its window and queues hold a few entries of any common size. */
+    private static final long MIN_SHARE = 256 << 10;
+
+    private final IndexSegment[] segments;
+    private final int shift;
+    private final long capacity;
+    /** The sum of every segment's charge (each changes it under its own lock, by what it added or removed). */
+    private final AtomicLong charged = new AtomicLong();
+    /** Where the search for a segment to evict from starts (racy: only spreads the evictions). */
+    private int cursor;
+
+    CacheIndex(long capacity, long expireAfterWriteNanos, long expireAfterAccessNanos) {
+        int wanted = Integer.highestOneBit(Math.max(1, Runtime.getRuntime().availableProcessors() * 8));
+        int n = 1;
+        while (n < Math.min(64, wanted) && capacity / (n * 2L) >= MIN_SHARE) {
+            n *= 2;
+        }
+        this.capacity = capacity;
+        this.segments = new IndexSegment[n];
+        for (int i = 0; i < n; i++) {
+            // shares add up to the capacity exactly: the first segments take the remainder
+            long share = capacity / n + (i < capacity % n ? 1 : 0);
+            segments[i] = new IndexSegment(share, expireAfterWriteNanos, expireAfterAccessNanos);
+        }
+        this.shift = 32 - Integer.numberOfTrailingZeros(n);
+    }
+
+    /** {@return a well-mixed hash of an index key} Segments take its high bits, tables its low bits. */
+    static int hash(Object key) {
+        int h = key.hashCode() * 0x9E37_79B9;
+        return h ^ (h >>> 15);
+    }
+
+    private IndexSegment segmentOf(int hash) {
+        return shift == 32 ? segments[0] : segments[hash >>> shift];
+    }
+
+    /** {@return the handle stored for {@code key}, 0 if none} A hit counts as an access. */
+    long lookup(Object key, int hash, long now) {
+        IndexSegment s = segmentOf(hash);
+        s.lock.lock();
+        try {
+            return s.lookup(key, hash, now);
+        } finally {
+            s.lock.unlock();
+        }
+    }
+
+    boolean contains(Object key, int hash, long now) {
+        IndexSegment s = segmentOf(hash);
+        s.lock.lock();
+        try {
+            return s.contains(key, hash, now);
+        } finally {
+            s.lock.unlock();
+        }
+    }
+
+    /**
+     * Stores {@code handle} for {@code key} (see {@link IndexSegment#put}), then
+     * evicts until the capacity holds. {@return with {@code onlyIfAbsent}, the
+     * handle already there (the new one was not stored), else 0}
+     */
+    long put(Object key, int hash, long handle, int charge, long now, boolean onlyIfAbsent, Removals out) {
+        IndexSegment s = segmentOf(hash);
+        long present;
+        s.lock.lock();
+        try {
+            long before = s.charged();
+            present = s.put(key, hash, handle, charge, now, onlyIfAbsent, out);
+            charged.addAndGet(s.charged() - before);
+        } finally {
+            s.lock.unlock();
+        }
+        while (charged.get() > capacity && evictElsewhere(key, hash, now, out)) {
+            // an entry larger than its segment's share: others make room
+        }
+        return present;
+    }
+
+    /** Evicts one entry (not {@code key}'s) from a segment over its share, else from any. */
+    private boolean evictElsewhere(Object key, int hash, long now, Removals out) {
+        int n = segments.length;
+        int start = cursor;
+        for (int pass = 0; pass < 2; pass++) {
+            for (int k = 0; k < n; k++) {
+                IndexSegment s = segments[(start + k) & (n - 1)];
+                if (pass == 0 ? s.charged() <= s.share : s.count() == 0) { // racy reads: hints, rechecked below
+                    continue;
+                }
+                s.lock.lock();
+                try {
+                    long before = s.charged();
+                    if (s.evictOneExcept(key, hash, now, out)) {
+                        charged.addAndGet(s.charged() - before);
+                        cursor = start + k + 1;
+                        return true;
+                    }
+                } finally {
+                    s.lock.unlock();
+                }
+            }
+        }
+        return false;
+    }
+
+    boolean remove(Object key, int hash, Removals out) {
+        IndexSegment s = segmentOf(hash);
+        s.lock.lock();
+        try {
+            long before = s.charged();
+            boolean removed = s.remove(key, hash, out);
+            charged.addAndGet(s.charged() - before);
+            return removed;
+        } finally {
+            s.lock.unlock();
+        }
+    }
+
+    /** Removes every entry (explicit), or with {@code expiredOnly} every expired one. */
+    void removeAll(boolean expiredOnly, long now, Removals out) {
+        for (IndexSegment s : segments) {
+            s.lock.lock();
+            try {
+                long before = s.charged();
+                if (expiredOnly) {
+                    s.expireAll(now, out);
+                } else {
+                    s.clear(out);
+                }
+                charged.addAndGet(s.charged() - before);
+            } finally {
+                s.lock.unlock();
+            }
+        }
+    }
+
+    /** {@return the sum of the entries' charges} */
+    long charged() {
+        return charged.get();
+    }
+
+    /** {@return entries, hits and misses, summed over the segments (each read under its lock)} */
+    long[] counts() {
+        long entries = 0;
+        long hits = 0;
+        long misses = 0;
+        for (IndexSegment s : segments) {
+            s.lock.lock();
+            try {
+                entries += s.count();
+                hits += s.hits;
+                misses += s.misses;
+            } finally {
+                s.lock.unlock();
+            }
+        }
+        return new long[] {entries, hits, misses};
+    }
+
+    int segmentCount() {
+        return segments.length;
+    }
+}

@@ -1,0 +1,113 @@
+package org.spanheap.cache;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/** The index on its own: its hash table, its policy and its byte bound, without a heap (handles are plain numbers). */
+class CacheIndexTest {
+
+    @Test
+    void theHashTableAgreesWithAMapThroughInsertsAndDeletesOfCollidingKeys() {
+        // hashes from 64 values, so long probe runs form and deletions must shift them back
+        IndexSegment s = new IndexSegment(Long.MAX_VALUE / 4, 0, 0);
+        Map<Integer, Long> model = new HashMap<>();
+        Random rnd = new Random(7);
+        for (int op = 0; op < 200_000; op++) {
+            int key = rnd.nextInt(3_000);
+            int hash = (key % 64) * 0x0101_0101;
+            IndexSegment.Removals out = new IndexSegment.Removals();
+            if (rnd.nextInt(3) == 0) {
+                boolean had = model.remove(key) != null;
+                assertEquals(had, s.remove(key, hash, out), "op " + op);
+                assertEquals(had ? 1 : 0, out.size());
+            } else {
+                long handle = op + 1;
+                s.put(key, hash, handle, 10, 0, false, out);
+                Long old = model.put(key, handle);
+                assertEquals(old == null ? 0 : 1, out.size(), "op " + op);
+                if (old != null) {
+                    assertEquals(old, out.handle(0));
+                    assertEquals(RemovalCause.REPLACED, out.cause(0));
+                }
+            }
+            if (op % 10_000 == 0) {
+                for (int k = 0; k < 3_000; k++) {
+                    long expected = model.getOrDefault(k, 0L);
+                    assertEquals(expected, s.lookup(k, (k % 64) * 0x0101_0101, 0), "key " + k + " at op " + op);
+                }
+            }
+        }
+        assertEquals(model.size(), s.count());
+        assertEquals(10L * model.size(), s.charged());
+    }
+
+    @Test
+    void frequentlyReadKeysSurviveAScanOfOneTimeKeys() {
+        // W-TinyLFU's promise: a burst of keys seen once does not flush the popular ones (LRU would lose them all)
+        IndexSegment s = new IndexSegment(100 * 100, 0, 0); // room for 100 entries of 100 bytes
+        IndexSegment.Removals out = new IndexSegment.Removals();
+        for (int k = 0; k < 80; k++) {
+            s.put(k, CacheIndex.hash(k), k + 1, 100, 0, false, out);
+        }
+        for (int round = 0; round < 5; round++) {
+            for (int k = 0; k < 80; k++) {
+                assertEquals(k + 1, s.lookup(k, CacheIndex.hash(k), 0));
+            }
+        }
+        for (int k = 1_000; k < 11_000; k++) {
+            s.put(k, CacheIndex.hash(k), k + 1, 100, 0, false, out);
+            assertTrue(s.charged() <= 100 * 100);
+        }
+        int kept = 0;
+        for (int k = 0; k < 80; k++) {
+            if (s.contains(k, CacheIndex.hash(k), 0)) {
+                kept++;
+            }
+        }
+        assertTrue(kept >= 70, "popular keys kept: " + kept + " of 80");
+        for (int i = 0; i < out.size(); i++) {
+            assertEquals(RemovalCause.SIZE, out.cause(i));
+        }
+    }
+
+    @Test
+    void anEntryLargerThanItsSegmentsShareFitsByEvictingElsewhere() {
+        long capacity = 4L << 20;
+        CacheIndex index = new CacheIndex(capacity, 0, 0);
+        assertTrue(index.segmentCount() > 1, "the test needs several segments");
+        IndexSegment.Removals out = new IndexSegment.Removals();
+        for (long k = 0; k < 10_000; k++) {
+            index.put(k, CacheIndex.hash(k), k + 1, 1_000, 0, false, out);
+            assertTrue(index.charged() <= capacity);
+        }
+        long big = capacity * 3 / 4;
+        index.put(-1L, CacheIndex.hash(-1L), 99, (int) big, 0, false, out);
+        assertTrue(index.charged() <= capacity, index.charged() + " > " + capacity);
+        assertEquals(99, index.lookup(-1L, CacheIndex.hash(-1L), 0), "the large entry itself is kept");
+        long[] counts = index.counts();
+        assertEquals(big + 1_000 * (counts[0] - 1), index.charged(), "the charge is the entries' sum");
+        assertTrue(counts[0] > 500, "only what the large entry needed was evicted: " + counts[0] + " entries left");
+    }
+
+    @Test
+    void expiredEntriesAreMissesAndLeaveOnCleanUp() {
+        IndexSegment s = new IndexSegment(1 << 20, 100, 0);
+        IndexSegment.Removals out = new IndexSegment.Removals();
+        s.put("a", CacheIndex.hash("a"), 1, 10, 0, false, out);
+        s.put("b", CacheIndex.hash("b"), 2, 10, 50, false, out);
+        assertEquals(1, s.lookup("a", CacheIndex.hash("a"), 99));
+        assertEquals(0, s.lookup("a", CacheIndex.hash("a"), 100), "written at 0, expires at 100");
+        assertEquals(2, s.count(), "a lookup does not remove");
+        s.expireAll(120, out);
+        assertEquals(1, out.size());
+        assertEquals(RemovalCause.EXPIRED, out.cause(0));
+        assertEquals(1, out.handle(0));
+        assertEquals(1, s.count());
+        assertEquals(10, s.charged());
+    }
+}
