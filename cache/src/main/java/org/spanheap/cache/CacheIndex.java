@@ -33,7 +33,8 @@ final class CacheIndex {
     /** Where the search for a segment to evict from starts (racy: only spreads the evictions). */
     private int cursor;
 
-    CacheIndex(long capacity, long expireAfterWriteNanos, long expireAfterAccessNanos) {
+    /** @param longKeys whether every key is a {@code Long} (see {@link IndexSegment}) */
+    CacheIndex(long capacity, boolean longKeys, long expireAfterWriteNanos, long expireAfterAccessNanos) {
         int wanted = Integer.highestOneBit(Math.max(1, Runtime.getRuntime().availableProcessors() * 8));
         int n = 1;
         while (n < Math.min(64, wanted) && capacity / (n * 2L) >= MIN_SHARE) {
@@ -44,7 +45,7 @@ final class CacheIndex {
         for (int i = 0; i < n; i++) {
             // shares add up to the capacity exactly: the first segments take the remainder
             long share = capacity / n + (i < capacity % n ? 1 : 0);
-            segments[i] = new IndexSegment(share, expireAfterWriteNanos, expireAfterAccessNanos);
+            segments[i] = new IndexSegment(share, longKeys, expireAfterWriteNanos, expireAfterAccessNanos);
         }
         this.shift = 32 - Integer.numberOfTrailingZeros(n);
     }

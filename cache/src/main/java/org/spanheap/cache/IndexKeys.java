@@ -26,13 +26,18 @@ abstract class IndexKeys<K> {
     /** {@return the Java heap bytes the index key takes, charged in the entry's weight} */
     abstract long chargedBytes(Object indexKey);
 
+    /** {@return whether every index key is a {@code Long}, which the index keeps as a {@code long}} */
+    boolean longs() {
+        return false;
+    }
+
     @SuppressWarnings("unchecked")
     static <K> IndexKeys<K> of(Serializer<K> serializer) {
         if (serializer == Serializers.utf8()) {
-            return (IndexKeys<K>) new Itself<>(s -> WRAPPER_BYTES + (long) ((String) s).length());
+            return (IndexKeys<K>) new Itself<>(s -> WRAPPER_BYTES + (long) ((String) s).length(), false);
         }
         if (serializer == Serializers.longs()) {
-            return (IndexKeys<K>) new Itself<>(l -> 24); // a Long: 12-byte header and 8 bytes of value
+            return (IndexKeys<K>) new Itself<>(l -> 8, true); // kept as a long in the index's arrays
         }
         if (serializer == Serializers.bytes()) {
             return (IndexKeys<K>) new ByteArrayKeys();
@@ -43,9 +48,16 @@ abstract class IndexKeys<K> {
     /** Immutable keys whose {@code equals} is equality of their serialized bytes. */
     private static final class Itself<K> extends IndexKeys<K> {
         private final java.util.function.ToLongFunction<Object> charge;
+        private final boolean longs;
 
-        Itself(java.util.function.ToLongFunction<Object> charge) {
+        Itself(java.util.function.ToLongFunction<Object> charge, boolean longs) {
             this.charge = charge;
+            this.longs = longs;
+        }
+
+        @Override
+        boolean longs() {
+            return longs;
         }
 
         @Override

@@ -33,6 +33,8 @@ final class IndexSegment {
     private static final byte WINDOW = 0;
     private static final byte PROBATION = 1;
     private static final byte PROTECTED = 2;
+    /** The queue of a slot that holds no entry. */
+    private static final byte FREE = 3;
     private static final int INITIAL_SLOTS = 16;
     /** Expired entries a write removes from the heads of the queues, at most. */
     private static final int SWEEP = 4;
@@ -47,7 +49,9 @@ final class IndexSegment {
     private final FrequencySketch sketch = new FrequencySketch();
 
     // ---- entries, by slot ----
-    private Object[] keys = new Object[INITIAL_SLOTS];
+    /** The keys; or, for an index of {@code Long} keys, null and the values in {@link #longKeys}. */
+    private Object[] keys;
+    private long[] longKeys;
     private int[] hashes = new int[INITIAL_SLOTS];
     private long[] handles = new long[INITIAL_SLOTS];
     private int[] charges = new int[INITIAL_SLOTS];
@@ -75,8 +79,17 @@ final class IndexSegment {
     long hits;
     long misses;
 
-    IndexSegment(long share, long expireAfterWriteNanos, long expireAfterAccessNanos) {
+    /**
+     * @param longKeys whether every key is a {@code Long}: then the keys are kept
+     *        as {@code long}s (8 bytes, compared without a pointer to follow)
+     */
+    IndexSegment(long share, boolean longKeys, long expireAfterWriteNanos, long expireAfterAccessNanos) {
         this.share = share;
+        if (longKeys) {
+            this.longKeys = new long[INITIAL_SLOTS];
+        } else {
+            this.keys = new Object[INITIAL_SLOTS];
+        }
         this.windowMax = Math.max(1, share / 100);
         this.protectedMax = (share - windowMax) * 4 / 5;
         this.expireAfterWriteNanos = expireAfterWriteNanos;
@@ -142,7 +155,7 @@ final class IndexSegment {
                 onAccess(e, now);
                 return handles[e];
             }
-            out.add(keys[e], handles[e], RemovalCause.REPLACED);
+            out.add(keyAt(e), handles[e], RemovalCause.REPLACED);
             handles[e] = handle;
             int delta = charge - charges[e];
             charges[e] = charge;
@@ -175,11 +188,14 @@ final class IndexSegment {
     /** Removes every entry, as explicit removals. */
     void clear(Removals out) {
         for (int e = 0; e < slotsUsed; e++) {
-            if (keys[e] != null) {
-                out.add(keys[e], handles[e], RemovalCause.EXPLICIT);
+            if (queueOf[e] != FREE) {
+                out.add(keyAt(e), handles[e], RemovalCause.EXPLICIT);
             }
         }
-        Arrays.fill(keys, null);
+        if (keys != null) {
+            Arrays.fill(keys, null);
+        }
+        Arrays.fill(queueOf, FREE);
         Arrays.fill(table, 0);
         Arrays.fill(head, NONE);
         Arrays.fill(tail, NONE);
@@ -197,7 +213,7 @@ final class IndexSegment {
             return;
         }
         for (int e = 0; e < slotsUsed; e++) {
-            if (keys[e] != null && expired(e, now)) {
+            if (queueOf[e] != FREE && expired(e, now)) {
                 remove(e, RemovalCause.EXPIRED, out);
             }
         }
@@ -344,6 +360,10 @@ final class IndexSegment {
 
     // ---- entries and the hash table -------------------------------------
 
+    private Object keyAt(int e) {
+        return keys != null ? keys[e] : Long.valueOf(longKeys[e]);
+    }
+
     private int find(Object key, int hash) {
         int mask = table.length - 1;
         for (int i = hash & mask; ; i = (i + 1) & mask) {
@@ -352,7 +372,7 @@ final class IndexSegment {
                 return NONE;
             }
             int e = s - 1;
-            if (hashes[e] == hash && key.equals(keys[e])) {
+            if (hashes[e] == hash && (keys != null ? key.equals(keys[e]) : (Long) key == longKeys[e])) {
                 return e;
             }
         }
@@ -366,12 +386,16 @@ final class IndexSegment {
         if (e != NONE) {
             freeSlot = next[e];
         } else {
-            if (slotsUsed == keys.length) {
-                growSlots(keys.length + (keys.length >> 1)); // by half: the slack is charged to every entry
+            if (slotsUsed == handles.length) {
+                growSlots(handles.length + (handles.length >> 1)); // by half: the slack is charged to every entry
             }
             e = slotsUsed++;
         }
-        keys[e] = key;
+        if (keys != null) {
+            keys[e] = key;
+        } else {
+            longKeys[e] = (Long) key;
+        }
         hashes[e] = hash;
         handles[e] = handle;
         charges[e] = charge;
@@ -396,12 +420,15 @@ final class IndexSegment {
     }
 
     private void remove(int e, RemovalCause cause, Removals out) {
-        out.add(keys[e], handles[e], cause);
+        out.add(keyAt(e), handles[e], cause);
         unlink(e);
         charged -= charges[e];
         count--;
         deleteFromTable(e);
-        keys[e] = null;
+        if (keys != null) {
+            keys[e] = null; // not kept reachable
+        }
+        queueOf[e] = FREE;
         next[e] = freeSlot;
         freeSlot = e;
     }
@@ -441,7 +468,11 @@ final class IndexSegment {
     }
 
     private void growSlots(int n) {
-        keys = Arrays.copyOf(keys, n);
+        if (keys != null) {
+            keys = Arrays.copyOf(keys, n);
+        } else {
+            longKeys = Arrays.copyOf(longKeys, n);
+        }
         hashes = Arrays.copyOf(hashes, n);
         handles = Arrays.copyOf(handles, n);
         charges = Arrays.copyOf(charges, n);
@@ -458,13 +489,18 @@ final class IndexSegment {
 
     /** Entries that left the index, to be told to the listener and freed once the segment's lock is released. */
     static final class Removals {
-        private Object[] keys = new Object[4];
-        private long[] handles = new long[4];
-        private RemovalCause[] causes = new RemovalCause[4];
+        /** Made on the first removal: most writes remove nothing. */
+        private Object[] keys;
+        private long[] handles;
+        private RemovalCause[] causes;
         private int size;
 
         void add(Object key, long handle, RemovalCause cause) {
-            if (size == keys.length) {
+            if (keys == null) {
+                keys = new Object[4];
+                handles = new long[4];
+                causes = new RemovalCause[4];
+            } else if (size == keys.length) {
                 keys = Arrays.copyOf(keys, size * 2);
                 handles = Arrays.copyOf(handles, size * 2);
                 causes = Arrays.copyOf(causes, size * 2);

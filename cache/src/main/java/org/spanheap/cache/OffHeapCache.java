@@ -104,7 +104,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
                 + (b.expireAfterAccess != null ? EXPIRY_OVERHEAD : 0);
         boolean expires = b.expireAfterWrite != null || b.expireAfterAccess != null;
         this.ticker = !expires ? null : b.ticker != null ? b.ticker : Ticker.system();
-        this.index = new CacheIndex(b.capacity, nanos(b.expireAfterWrite), nanos(b.expireAfterAccess));
+        this.index = new CacheIndex(b.capacity, keys.longs(), nanos(b.expireAfterWrite), nanos(b.expireAfterAccess));
         this.name = b.name != null ? b.name : "cache-" + Integer.toHexString(System.identityHashCode(this));
         this.mxBean = b.name != null ? registerOrClose(b.name) : null;
         CacheStatisticsEvent.opened(this);
@@ -422,8 +422,8 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * value's size} It is what the capacity bounds: the value's off-heap
      * footprint, the key's charge and {@value #ENTRY_OVERHEAD} for the index entry
      * (plus {@value #EXPIRY_OVERHEAD} per kind of expiry that is on).
-     * A key is charged what the index holds on the Java heap: 24 bytes for a
-     * {@code Long}, 40 plus its length for a {@code String} (with
+     * A key is charged what the index holds on the Java heap: 8 bytes for a
+     * {@code Long} (kept as a {@code long}), 40 plus its length for a {@code String} (with
      * {@link Serializers#utf8()}) or for any serialized key (its bytes).
      *
      * @param keyBytes the key's charge

@@ -7,14 +7,18 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** The index on its own: its hash table, its policy and its byte bound, without a heap (handles are plain numbers). */
 class CacheIndexTest {
 
-    @Test
-    void theHashTableAgreesWithAMapThroughInsertsAndDeletesOfCollidingKeys() {
+    @ParameterizedTest(name = "long keys {0}")
+    @ValueSource(booleans = {false, true})
+    void theHashTableAgreesWithAMapThroughInsertsAndDeletesOfCollidingKeys(boolean longKeys) {
         // hashes from 64 values, so long probe runs form and deletions must shift them back
-        IndexSegment s = new IndexSegment(Long.MAX_VALUE / 4, 0, 0);
+        IndexSegment s = new IndexSegment(Long.MAX_VALUE / 4, longKeys, 0, 0);
+        java.util.function.IntFunction<Object> keyOf = k -> longKeys ? (Object) (long) k : (Object) k;
         Map<Integer, Long> model = new HashMap<>();
         Random rnd = new Random(7);
         for (int op = 0; op < 200_000; op++) {
@@ -23,22 +27,23 @@ class CacheIndexTest {
             IndexSegment.Removals out = new IndexSegment.Removals();
             if (rnd.nextInt(3) == 0) {
                 boolean had = model.remove(key) != null;
-                assertEquals(had, s.remove(key, hash, out), "op " + op);
+                assertEquals(had, s.remove(keyOf.apply(key), hash, out), "op " + op);
                 assertEquals(had ? 1 : 0, out.size());
             } else {
                 long handle = op + 1;
-                s.put(key, hash, handle, 10, 0, false, out);
+                s.put(keyOf.apply(key), hash, handle, 10, 0, false, out);
                 Long old = model.put(key, handle);
                 assertEquals(old == null ? 0 : 1, out.size(), "op " + op);
                 if (old != null) {
                     assertEquals(old, out.handle(0));
+                    assertEquals(keyOf.apply(key), out.key(0), "the removal names the key");
                     assertEquals(RemovalCause.REPLACED, out.cause(0));
                 }
             }
             if (op % 10_000 == 0) {
                 for (int k = 0; k < 3_000; k++) {
                     long expected = model.getOrDefault(k, 0L);
-                    assertEquals(expected, s.lookup(k, (k % 64) * 0x0101_0101, 0), "key " + k + " at op " + op);
+                    assertEquals(expected, s.lookup(keyOf.apply(k), (k % 64) * 0x0101_0101, 0), "key " + k + " at op " + op);
                 }
             }
         }
@@ -49,7 +54,7 @@ class CacheIndexTest {
     @Test
     void frequentlyReadKeysSurviveAScanOfOneTimeKeys() {
         // W-TinyLFU's promise: a burst of keys seen once does not flush the popular ones (LRU would lose them all)
-        IndexSegment s = new IndexSegment(100 * 100, 0, 0); // room for 100 entries of 100 bytes
+        IndexSegment s = new IndexSegment(100 * 100, false, 0, 0); // room for 100 entries of 100 bytes
         IndexSegment.Removals out = new IndexSegment.Removals();
         for (int k = 0; k < 80; k++) {
             s.put(k, CacheIndex.hash(k), k + 1, 100, 0, false, out);
@@ -78,7 +83,7 @@ class CacheIndexTest {
     @Test
     void anEntryLargerThanItsSegmentsShareFitsByEvictingElsewhere() {
         long capacity = 4L << 20;
-        CacheIndex index = new CacheIndex(capacity, 0, 0);
+        CacheIndex index = new CacheIndex(capacity, true, 0, 0);
         assertTrue(index.segmentCount() > 1, "the test needs several segments");
         IndexSegment.Removals out = new IndexSegment.Removals();
         for (long k = 0; k < 10_000; k++) {
@@ -96,7 +101,7 @@ class CacheIndexTest {
 
     @Test
     void expiredEntriesAreMissesAndLeaveOnCleanUp() {
-        IndexSegment s = new IndexSegment(1 << 20, 100, 0);
+        IndexSegment s = new IndexSegment(1 << 20, false, 100, 0);
         IndexSegment.Removals out = new IndexSegment.Removals();
         s.put("a", CacheIndex.hash("a"), 1, 10, 0, false, out);
         s.put("b", CacheIndex.hash("b"), 2, 10, 50, false, out);

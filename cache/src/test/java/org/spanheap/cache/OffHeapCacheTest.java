@@ -265,7 +265,7 @@ class OffHeapCacheTest {
                     long live = 0;
                     for (var e : lengths.entrySet()) {
                         if (c.containsKey(e.getKey())) {
-                            charged += c.charge(24, e.getValue());
+                            charged += c.charge(8, e.getValue());
                             live += e.getValue();
                         }
                     }
