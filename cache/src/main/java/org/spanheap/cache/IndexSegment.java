@@ -9,11 +9,16 @@ import java.util.concurrent.locks.ReentrantLock;
  * "TinyLFU: A Highly Efficient Cache Admission Policy"), all guarded by
  * {@link #lock}; every method but the constructor expects the caller to hold it.
  *
- * <p><b>Layout.</b> No object per entry: an entry is a slot {@code e} in
- * parallel arrays (key, hash, handle, charge, queue links, times), and the
- * hash table is open addressing with linear probing over slot numbers
- * (deletion shifts the run back, so there are no tombstones). That is what
- * lets the cache charge an entry about a third of what a node-based map costs.
+ * <p><b>Layout.</b> No object per entry: an entry is a slot {@code e}, its
+ * fields packed one after the other in one {@code long[]} (handle, queue
+ * links, hash and charge, the key when keys are longs, expiry times), so that
+ * a lookup's reads of an entry fall in one or two cache lines (with parallel
+ * arrays, as before 2026-11-25, each field was a miss of its own). The hash
+ * table is open addressing with linear probing over slot numbers, each cell
+ * with eight bits of the hash beside the slot, so a probe past other keys
+ * rarely touches their entries; deletion shifts the run back, so there are no
+ * tombstones. That is what lets the cache charge an entry about a third of
+ * what a node-based map costs.
  *
  * <p><b>Policy.</b> New entries enter the window, an LRU queue of about 1% of
  * the segment's share; what overflows it moves to the probation queue as a
@@ -30,14 +35,33 @@ import java.util.concurrent.locks.ReentrantLock;
 final class IndexSegment {
 
     static final int NONE = -1;
-    private static final byte WINDOW = 0;
-    private static final byte PROBATION = 1;
-    private static final byte PROTECTED = 2;
+    private static final int WINDOW = 0;
+    private static final int PROBATION = 1;
+    private static final int PROTECTED = 2;
     /** The queue of a slot that holds no entry. */
-    private static final byte FREE = 3;
+    private static final int FREE = 3;
     private static final int INITIAL_SLOTS = 16;
     /** Expired entries a write removes from the heads of the queues, at most. */
     private static final int SWEEP = 4;
+
+    // ---- an entry's words in {@link #words}, at slot * stride ----
+    /** The value's handle. */
+    private static final int HANDLE = 0;
+    /** Queue (bits 60-61), previous slot + 1 (bits 30-59), next slot + 1 (bits 0-29); 0 is NONE + 1. */
+    private static final int LINKS = 1;
+    /** Hash (high 32 bits) and charge (low 32 bits). */
+    private static final int META = 2;
+    private static final int LINK_BITS = 30;
+    private static final long LINK_MASK = (1L << LINK_BITS) - 1;
+    private static final int QUEUE_SHIFT = 2 * LINK_BITS;
+
+    // ---- a cell of {@link #table}: a tag of the hash (bits 24-31) and slot + 1 (bits 0-23); 0 is empty ----
+    private static final int CELL_SLOT_BITS = 24;
+    private static final int CELL_SLOT_MASK = (1 << CELL_SLOT_BITS) - 1;
+    /** Slots per segment, at most: what a cell can name (a full segment evicts before it adds). */
+    static final int MAX_SLOTS = CELL_SLOT_MASK;
+    /** The tag takes hash bits that neither the segment number (the top bits) nor a table of up to 2^18 cells uses. */
+    private static final int TAG_SHIFT = 18;
 
     final ReentrantLock lock = new ReentrantLock();
     /** The part of the capacity this segment aims at; the index keeps the sum of all weights within the capacity. */
@@ -49,24 +73,24 @@ final class IndexSegment {
     private final FrequencySketch sketch = new FrequencySketch();
 
     // ---- entries, by slot ----
-    /** The keys; or, for an index of {@code Long} keys, null and the values in {@link #longKeys}. */
+    /** Words per entry: handle, links, meta, then the key when keys are longs, then the times of the expiries that are on. */
+    private final int stride;
+    /** Offsets of the key and the write and access times in an entry, or -1 when it has none. */
+    private final int keyWord;
+    private final int writtenWord;
+    private final int accessedWord;
+    /**
+     * The entries, one after the other: what one lookup reads of an entry sits
+     * in one or two cache lines, where parallel arrays cost a miss per field.
+     */
+    private long[] words;
+    /** The keys by slot when they are objects; null when they are longs (then in {@link #words}). */
     private Object[] keys;
-    private long[] longKeys;
-    private int[] hashes = new int[INITIAL_SLOTS];
-    private long[] handles = new long[INITIAL_SLOTS];
-    private int[] charges = new int[INITIAL_SLOTS];
-    /** Queue links; {@code next} also links the free slots. */
-    private int[] prev = new int[INITIAL_SLOTS];
-    private int[] next = new int[INITIAL_SLOTS];
-    private byte[] queueOf = new byte[INITIAL_SLOTS];
-    /** Write and access times, only when that expiry is on. */
-    private long[] written;
-    private long[] accessed;
     private int slotsUsed;
     private int freeSlot = NONE;
     private int count;
 
-    /** Open addressing: slot + 1, 0 when empty; at most three quarters full. */
+    /** Open addressing over slots, cells as above; at most three quarters full. */
     private int[] table = new int[INITIAL_SLOTS * 2];
 
     private final int[] head = {NONE, NONE, NONE};
@@ -81,25 +105,23 @@ final class IndexSegment {
 
     /**
      * @param longKeys whether every key is a {@code Long}: then the keys are kept
-     *        as {@code long}s (8 bytes, compared without a pointer to follow)
+     *        as {@code long}s in the entries (8 bytes, compared without a pointer to follow)
      */
     IndexSegment(long share, boolean longKeys, long expireAfterWriteNanos, long expireAfterAccessNanos) {
         this.share = share;
-        if (longKeys) {
-            this.longKeys = new long[INITIAL_SLOTS];
-        } else {
-            this.keys = new Object[INITIAL_SLOTS];
+        int w = META + 1;
+        keyWord = longKeys ? w++ : -1;
+        writtenWord = expireAfterWriteNanos > 0 ? w++ : -1;
+        accessedWord = expireAfterAccessNanos > 0 ? w++ : -1;
+        stride = w;
+        words = new long[INITIAL_SLOTS * stride];
+        if (!longKeys) {
+            keys = new Object[INITIAL_SLOTS];
         }
         this.windowMax = Math.max(1, share / 100);
         this.protectedMax = (share - windowMax) * 4 / 5;
         this.expireAfterWriteNanos = expireAfterWriteNanos;
         this.expireAfterAccessNanos = expireAfterAccessNanos;
-        if (expireAfterWriteNanos > 0) {
-            written = new long[INITIAL_SLOTS];
-        }
-        if (expireAfterAccessNanos > 0) {
-            accessed = new long[INITIAL_SLOTS];
-        }
     }
 
     /** {@return the bytes the entries of this segment are charged} */
@@ -125,7 +147,7 @@ final class IndexSegment {
         }
         hits++;
         onAccess(e, now);
-        return handles[e];
+        return words[e * stride + HANDLE];
     }
 
     /** Whether {@code key} has an entry that has not expired; not an access. */
@@ -151,21 +173,25 @@ final class IndexSegment {
             e = NONE;
         }
         if (e != NONE) {
+            int at = e * stride;
             if (onlyIfAbsent) {
                 onAccess(e, now);
-                return handles[e];
+                return words[at + HANDLE];
             }
-            out.add(keyAt(e), handles[e], RemovalCause.REPLACED);
-            handles[e] = handle;
-            int delta = charge - charges[e];
-            charges[e] = charge;
-            queueCharge[queueOf[e]] += delta;
+            out.add(keyAt(e), words[at + HANDLE], RemovalCause.REPLACED);
+            words[at + HANDLE] = handle;
+            int delta = charge - chargeOf(e);
+            words[at + META] = (long) hash << 32 | Integer.toUnsignedLong(charge);
+            queueCharge[queueOf(e)] += delta;
             charged += delta;
-            if (written != null) {
-                written[e] = now;
+            if (writtenWord >= 0) {
+                words[at + writtenWord] = now;
             }
             onAccess(e, now);
         } else {
+            if (count == MAX_SLOTS) {
+                evictOne(NONE, now, out); // a cell names at most MAX_SLOTS slots
+            }
             e = insert(key, hash, handle, charge, now);
         }
         admitFromWindow(e);
@@ -188,14 +214,13 @@ final class IndexSegment {
     /** Removes every entry, as explicit removals. */
     void clear(Removals out) {
         for (int e = 0; e < slotsUsed; e++) {
-            if (queueOf[e] != FREE) {
-                out.add(keyAt(e), handles[e], RemovalCause.EXPLICIT);
+            if (queueOf(e) != FREE) {
+                out.add(keyAt(e), words[e * stride + HANDLE], RemovalCause.EXPLICIT);
             }
         }
         if (keys != null) {
             Arrays.fill(keys, null);
         }
-        Arrays.fill(queueOf, FREE);
         Arrays.fill(table, 0);
         Arrays.fill(head, NONE);
         Arrays.fill(tail, NONE);
@@ -209,11 +234,11 @@ final class IndexSegment {
 
     /** Removes every expired entry. */
     void expireAll(long now, Removals out) {
-        if (written == null && accessed == null) {
+        if (writtenWord < 0 && accessedWord < 0) {
             return;
         }
         for (int e = 0; e < slotsUsed; e++) {
-            if (queueOf[e] != FREE && expired(e, now)) {
+            if (queueOf(e) != FREE && expired(e, now)) {
                 remove(e, RemovalCause.EXPIRED, out);
             }
         }
@@ -231,7 +256,7 @@ final class IndexSegment {
         int victim = head[PROBATION];
         int chosen;
         if (candidate != NONE && victim != NONE && victim != candidate) {
-            chosen = sketch.frequency(hashes[candidate]) > sketch.frequency(hashes[victim]) ? victim : candidate;
+            chosen = sketch.frequency(hashOf(candidate)) > sketch.frequency(hashOf(victim)) ? victim : candidate;
         } else if (victim != NONE) {
             chosen = victim;
         } else if (head[PROTECTED] != NONE) {
@@ -246,7 +271,7 @@ final class IndexSegment {
             return false;
         }
         if (chosen != candidate && candidate != NONE && chosen == victim) {
-            candidate = next[candidate]; // the candidate won its duel: admitted, the next one duels next time
+            candidate = nextOf(candidate); // the candidate won its duel: admitted, the next one duels next time
         }
         remove(chosen, expired(chosen, now) ? RemovalCause.EXPIRED : RemovalCause.SIZE, out);
         return true;
@@ -254,8 +279,9 @@ final class IndexSegment {
 
     /** The entry after {@code e} in its queue, else the head of another queue; NONE if {@code e} is alone. */
     private int otherThan(int e) {
-        if (next[e] != NONE) {
-            return next[e];
+        int n = nextOf(e);
+        if (n != NONE) {
+            return n;
         }
         for (int q = WINDOW; q <= PROTECTED; q++) {
             if (head[q] != NONE && head[q] != e) {
@@ -268,11 +294,11 @@ final class IndexSegment {
     // ---- policy --------------------------------------------------------
 
     private void onAccess(int e, long now) {
-        sketch.increment(hashes[e]);
-        if (accessed != null) {
-            accessed[e] = now;
+        sketch.increment(hashOf(e));
+        if (accessedWord >= 0) {
+            words[e * stride + accessedWord] = now;
         }
-        switch (queueOf[e]) {
+        switch (queueOf(e)) {
             case WINDOW -> moveToTail(e, WINDOW);
             case PROBATION -> {
                 moveToTail(e, PROTECTED);
@@ -296,7 +322,7 @@ final class IndexSegment {
     }
 
     private void sweepExpired(long now, Removals out) {
-        if (written == null && accessed == null) {
+        if (writtenWord < 0 && accessedWord < 0) {
             return;
         }
         for (int n = 0; n < SWEEP; n++) {
@@ -314,66 +340,112 @@ final class IndexSegment {
     }
 
     private boolean expired(int e, long now) {
-        return (written != null && now - written[e] >= expireAfterWriteNanos)
-                || (accessed != null && now - accessed[e] >= expireAfterAccessNanos);
+        int at = e * stride;
+        return (writtenWord >= 0 && now - words[at + writtenWord] >= expireAfterWriteNanos)
+                || (accessedWord >= 0 && now - words[at + accessedWord] >= expireAfterAccessNanos);
+    }
+
+    // ---- an entry's fields ---------------------------------------------
+
+    private int hashOf(int e) {
+        return (int) (words[e * stride + META] >>> 32);
+    }
+
+    private int chargeOf(int e) {
+        return (int) words[e * stride + META];
+    }
+
+    private int queueOf(int e) {
+        return (int) (words[e * stride + LINKS] >>> QUEUE_SHIFT);
+    }
+
+    private int nextOf(int e) {
+        return (int) (words[e * stride + LINKS] & LINK_MASK) - 1;
+    }
+
+    private int prevOf(int e) {
+        return (int) (words[e * stride + LINKS] >>> LINK_BITS & LINK_MASK) - 1;
+    }
+
+    private static long links(int queue, int prev, int next) {
+        return (long) queue << QUEUE_SHIFT | (long) (prev + 1) << LINK_BITS | (next + 1);
+    }
+
+    private void setNext(int e, int next) {
+        int at = e * stride + LINKS;
+        words[at] = words[at] & ~LINK_MASK | (next + 1);
+    }
+
+    private void setPrev(int e, int prev) {
+        int at = e * stride + LINKS;
+        words[at] = words[at] & ~(LINK_MASK << LINK_BITS) | (long) (prev + 1) << LINK_BITS;
     }
 
     // ---- queues --------------------------------------------------------
 
-    private void moveToTail(int e, byte q) {
+    private void moveToTail(int e, int q) {
         unlink(e);
         link(e, q);
     }
 
-    private void link(int e, byte q) {
-        queueOf[e] = q;
-        prev[e] = tail[q];
-        next[e] = NONE;
-        if (tail[q] == NONE) {
+    private void link(int e, int q) {
+        int t = tail[q];
+        words[e * stride + LINKS] = links(q, t, NONE);
+        if (t == NONE) {
             head[q] = e;
         } else {
-            next[tail[q]] = e;
+            setNext(t, e);
         }
         tail[q] = e;
-        queueCharge[q] += charges[e];
+        queueCharge[q] += chargeOf(e);
     }
 
     private void unlink(int e) {
-        byte q = queueOf[e];
+        long l = words[e * stride + LINKS];
+        int q = (int) (l >>> QUEUE_SHIFT);
+        int p = (int) (l >>> LINK_BITS & LINK_MASK) - 1;
+        int n = (int) (l & LINK_MASK) - 1;
         if (e == candidate) {
-            candidate = next[e]; // the next candidate, or an entry behind it in probation (NONE at the end)
+            candidate = n; // the next candidate, or an entry behind it in probation (NONE at the end)
         }
-        int p = prev[e];
-        int n = next[e];
         if (p == NONE) {
             head[q] = n;
         } else {
-            next[p] = n;
+            setNext(p, n);
         }
         if (n == NONE) {
             tail[q] = p;
         } else {
-            prev[n] = p;
+            setPrev(n, p);
         }
-        queueCharge[q] -= charges[e];
+        queueCharge[q] -= chargeOf(e);
     }
 
     // ---- entries and the hash table -------------------------------------
 
     private Object keyAt(int e) {
-        return keys != null ? keys[e] : Long.valueOf(longKeys[e]);
+        return keys != null ? keys[e] : Long.valueOf(words[e * stride + keyWord]);
+    }
+
+    private static int tagOf(int hash) {
+        return (hash >>> TAG_SHIFT & 0xFF) << CELL_SLOT_BITS;
     }
 
     private int find(Object key, int hash) {
         int mask = table.length - 1;
+        int tag = tagOf(hash);
         for (int i = hash & mask; ; i = (i + 1) & mask) {
-            int s = table[i];
-            if (s == 0) {
+            int cell = table[i];
+            if (cell == 0) {
                 return NONE;
             }
-            int e = s - 1;
-            if (hashes[e] == hash && (keys != null ? key.equals(keys[e]) : (Long) key == longKeys[e])) {
-                return e;
+            if ((cell & ~CELL_SLOT_MASK) == tag) {
+                int e = (cell & CELL_SLOT_MASK) - 1;
+                if (keys != null
+                        ? hashOf(e) == hash && key.equals(keys[e])
+                        : (Long) key == words[e * stride + keyWord]) {
+                    return e;
+                }
             }
         }
     }
@@ -384,33 +456,34 @@ final class IndexSegment {
         }
         int e = freeSlot;
         if (e != NONE) {
-            freeSlot = next[e];
+            freeSlot = nextOf(e);
         } else {
-            if (slotsUsed == handles.length) {
-                growSlots(handles.length + (handles.length >> 1)); // by half: the slack is charged to every entry
+            int slots = words.length / stride;
+            if (slotsUsed == slots) {
+                growSlots(Math.min(MAX_SLOTS, slots + (slots >> 1))); // by half: the slack is charged to every entry
             }
             e = slotsUsed++;
         }
+        int at = e * stride;
         if (keys != null) {
             keys[e] = key;
         } else {
-            longKeys[e] = (Long) key;
+            words[at + keyWord] = (Long) key;
         }
-        hashes[e] = hash;
-        handles[e] = handle;
-        charges[e] = charge;
-        if (written != null) {
-            written[e] = now;
+        words[at + HANDLE] = handle;
+        words[at + META] = (long) hash << 32 | Integer.toUnsignedLong(charge);
+        if (writtenWord >= 0) {
+            words[at + writtenWord] = now;
         }
-        if (accessed != null) {
-            accessed[e] = now;
+        if (accessedWord >= 0) {
+            words[at + accessedWord] = now;
         }
         int mask = table.length - 1;
         int i = hash & mask;
         while (table[i] != 0) {
             i = (i + 1) & mask;
         }
-        table[i] = e + 1;
+        table[i] = tagOf(hash) | (e + 1);
         count++;
         charged += charge;
         link(e, WINDOW);
@@ -420,28 +493,27 @@ final class IndexSegment {
     }
 
     private void remove(int e, RemovalCause cause, Removals out) {
-        out.add(keyAt(e), handles[e], cause);
+        out.add(keyAt(e), words[e * stride + HANDLE], cause);
         unlink(e);
-        charged -= charges[e];
+        charged -= chargeOf(e);
         count--;
         deleteFromTable(e);
         if (keys != null) {
             keys[e] = null; // not kept reachable
         }
-        queueOf[e] = FREE;
-        next[e] = freeSlot;
+        words[e * stride + LINKS] = links(FREE, NONE, freeSlot);
         freeSlot = e;
     }
 
     /** Linear probing's deletion: empties the entry's cell and shifts back what probed past it. */
     private void deleteFromTable(int e) {
         int mask = table.length - 1;
-        int i = hashes[e] & mask;
-        while (table[i] != e + 1) {
+        int i = hashOf(e) & mask;
+        while ((table[i] & CELL_SLOT_MASK) != e + 1) {
             i = (i + 1) & mask;
         }
         for (int j = (i + 1) & mask; table[j] != 0; j = (j + 1) & mask) {
-            int home = hashes[table[j] - 1] & mask;
+            int home = hashOf((table[j] & CELL_SLOT_MASK) - 1) & mask;
             // the entry at j may move to i only if its home is not cyclically within (i, j]
             boolean homeBetween = i <= j ? (i < home && home <= j) : (i < home || home <= j);
             if (!homeBetween) {
@@ -455,35 +527,22 @@ final class IndexSegment {
     private void rehash(int length) {
         int[] t = new int[length];
         int mask = length - 1;
-        for (int s : table) {
-            if (s != 0) {
-                int i = hashes[s - 1] & mask;
+        for (int cell : table) {
+            if (cell != 0) {
+                int i = hashOf((cell & CELL_SLOT_MASK) - 1) & mask;
                 while (t[i] != 0) {
                     i = (i + 1) & mask;
                 }
-                t[i] = s;
+                t[i] = cell;
             }
         }
         table = t;
     }
 
     private void growSlots(int n) {
+        words = Arrays.copyOf(words, n * stride);
         if (keys != null) {
             keys = Arrays.copyOf(keys, n);
-        } else {
-            longKeys = Arrays.copyOf(longKeys, n);
-        }
-        hashes = Arrays.copyOf(hashes, n);
-        handles = Arrays.copyOf(handles, n);
-        charges = Arrays.copyOf(charges, n);
-        prev = Arrays.copyOf(prev, n);
-        next = Arrays.copyOf(next, n);
-        queueOf = Arrays.copyOf(queueOf, n);
-        if (written != null) {
-            written = Arrays.copyOf(written, n);
-        }
-        if (accessed != null) {
-            accessed = Arrays.copyOf(accessed, n);
         }
     }
 
