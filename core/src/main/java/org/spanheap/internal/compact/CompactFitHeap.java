@@ -863,43 +863,51 @@ public final class CompactFitHeap {
         return moved;
     }
 
-    /** Releases the blocks and indices of a drained limbo list, one lock hold per class; returns their bytes. */
+    /**
+     * Releases the blocks and indices of a drained limbo list; returns their
+     * bytes. It goes in pieces of {@value #RELEASE_PIECE}, one lock hold per
+     * class in each: a piece's entries are sorted by class and released while
+     * their lines are still in the cache (a batch is up to 1/32 of the heap,
+     * tens of thousands of entries, whose second pass missed again).
+     */
     private long releaseLimbo(int head) {
-        if (head == HandleTable.NO_INDEX) {
-            return 0;
-        }
-        Arrays.fill(classHeads, HandleTable.NO_INDEX);
-        int largeHead = HandleTable.NO_INDEX;
         long bytes = 0;
         for (int i = head; i != HandleTable.NO_INDEX;) {
-            int next = table.link(i);
-            Page p = table.pageOf(i);
-            if (p == null) { // large: nobody can reach it any more; keep the mapping for reuse or unmap it
-                long mapped = (long) table.slotOf(i) << 12;
-                largeMapped.addAndGet(-mapped);
-                largeCache.give(table.address(i), mapped, largeCacheCap());
-                largeReleased++;
-                largeReleasedBytes += HandleTable.size(table.stateAcquire(i)); // a kill keeps the size
-                bytes += mapped;
-                table.setLink(i, largeHead);
-                largeHead = i;
-            } else {
-                int ci = p.sizeClass.index;
-                table.setLink(i, classHeads[ci]);
-                classHeads[ci] = i;
+            Arrays.fill(classHeads, HandleTable.NO_INDEX);
+            int largeHead = HandleTable.NO_INDEX;
+            for (int n = 0; n < RELEASE_PIECE && i != HandleTable.NO_INDEX; n++) {
+                int next = table.link(i);
+                Page p = table.pageOf(i);
+                if (p == null) { // large: nobody can reach it any more; keep the mapping for reuse or unmap it
+                    long mapped = (long) table.slotOf(i) << 12;
+                    largeMapped.addAndGet(-mapped);
+                    largeCache.give(table.address(i), mapped, largeCacheCap());
+                    largeReleased++;
+                    largeReleasedBytes += HandleTable.size(table.stateAcquire(i)); // a kill keeps the size
+                    bytes += mapped;
+                    table.setLink(i, largeHead);
+                    largeHead = i;
+                } else {
+                    int ci = p.sizeClass.index;
+                    table.setLink(i, classHeads[ci]);
+                    classHeads[ci] = i;
+                }
+                i = next;
             }
-            i = next;
-        }
-        for (int ci = 0; ci < classes.length; ci++) {
-            if (classHeads[ci] != HandleTable.NO_INDEX) {
-                bytes += releaseClassLimbo(classes[ci], classHeads[ci]);
+            for (int ci = 0; ci < classes.length; ci++) {
+                if (classHeads[ci] != HandleTable.NO_INDEX) {
+                    bytes += releaseClassLimbo(classes[ci], classHeads[ci]);
+                }
             }
-        }
-        if (largeHead != HandleTable.NO_INDEX) {
-            table.giveIndices(largeHead); // large objects are rare: their indices go straight back
+            if (largeHead != HandleTable.NO_INDEX) {
+                table.giveIndices(largeHead); // large objects are rare: their indices go straight back
+            }
         }
         return bytes;
     }
+
+    /** Limbo entries released per sorting by class (see {@link #releaseLimbo}). */
+    private static final int RELEASE_PIECE = 256;
 
     private long releaseClassLimbo(SizeClassPages c, int head) {
         long bytes = 0;
@@ -912,20 +920,25 @@ public final class CompactFitHeap {
                 p.release(table.slotOf(i));
                 c.liveBlocks--;
                 c.released++;
-                c.releasedBytes += HandleTable.size(table.stateAcquire(i)); // a kill keeps the size
+                long state = table.stateAcquire(i);
+                c.releasedBytes += HandleTable.size(state); // a kill keeps the size
                 if (p.used == 0) {
                     c.removePage(p);
                     emptied = addEmptied(emptied, p);
                 } else {
                     c.refile(p);
                 }
-                table.setLink(i, c.indexHead);
-                c.indexHead = i;
-                c.indexCount++;
+                if (HandleTable.exhausted(state)) {
+                    table.retire(i); // its generation ran out: never reused
+                } else {
+                    table.setLink(i, c.indexHead);
+                    c.indexHead = i;
+                    c.indexCount++;
+                }
                 bytes += c.blockSize;
                 i = next;
             }
-            if (c.indexCount > SizeClassPages.INDEX_CACHE_MAX) {
+            if (c.indexCount > c.indexCacheCap()) {
                 giveBackIndices(c);
             }
         } finally {
@@ -953,9 +966,9 @@ public final class CompactFitHeap {
         }
     }
 
-    /** Returns half of a class's cached indices to the table (caller holds the class lock). */
+    /** Returns all but half of the cap of a class's cached indices to the table (caller holds the class lock). */
     private void giveBackIndices(SizeClassPages c) {
-        int keep = SizeClassPages.INDEX_CACHE_MAX / 2;
+        int keep = (int) (c.indexCacheCap() / 2);
         int last = c.indexHead;
         for (int k = 1; k < keep; k++) {
             last = table.link(last);

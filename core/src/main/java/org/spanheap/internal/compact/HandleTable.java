@@ -71,11 +71,15 @@ final class HandleTable {
 
     private static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
 
-    /** The cold half of a chunk: where each block is, and the list links. */
+    /**
+     * The cold half of a chunk: where each block is, and the list links. An
+     * entry's slot and link sit side by side ({@code slotLink[2i]} and
+     * {@code [2i + 1]}): the paths that free, release and reuse an index read
+     * both, and as two arrays they were two cache misses.
+     */
     static final class Chunk {
         final Page[] page = new Page[CHUNK];
-        final int[] slot = new int[CHUNK];
-        final int[] link = new int[CHUNK];
+        final int[] slotLink = new int[CHUNK * 2];
     }
 
     private final long tag;
@@ -150,6 +154,11 @@ final class HandleTable {
         return state & SIZE_MASK;
     }
 
+    /** Whether an entry killed into {@code state} may not be reused: its generation is the last. */
+    static boolean exhausted(long state) {
+        return (state >>> STATE_GEN_SHIFT) >= MAX_GENERATION;
+    }
+
     static boolean isLive(long state) {
         return (state & LIVE) != 0;
     }
@@ -163,7 +172,7 @@ final class HandleTable {
     }
 
     int slotOf(int index) {
-        return chunks[index >>> CHUNK_SHIFT].slot[index & CHUNK_MASK];
+        return chunks[index >>> CHUNK_SHIFT].slotLink[(index & CHUNK_MASK) << 1];
     }
 
     // ---- life cycle of an entry -----------------------------------------------
@@ -179,7 +188,7 @@ final class HandleTable {
         long gen = w[o] & ~(LIVE | MOVING | SIZE_MASK); // the index is ours: no one else writes it now
         w[o + 1] = address;
         c.page[index & CHUNK_MASK] = page;
-        c.slot[index & CHUNK_MASK] = slot;
+        c.slotLink[(index & CHUNK_MASK) << 1] = slot;
         LONGS.setRelease(w, o, gen | LIVE | size);     // address, page and slot before the state
     }
 
@@ -237,7 +246,7 @@ final class HandleTable {
         }
         Chunk c = chunks[index >>> CHUNK_SHIFT];
         c.page[index & CHUNK_MASK] = page;
-        c.slot[index & CHUNK_MASK] = slot;
+        c.slotLink[(index & CHUNK_MASK) << 1] = slot;
         return true;
     }
 
@@ -245,11 +254,11 @@ final class HandleTable {
 
     /** Link of an index in whatever list holds it (free list, limbo, a size class's cache). */
     int link(int index) {
-        return chunks[index >>> CHUNK_SHIFT].link[index & CHUNK_MASK];
+        return chunks[index >>> CHUNK_SHIFT].slotLink[(index & CHUNK_MASK) << 1 | 1];
     }
 
     void setLink(int index, int next) {
-        chunks[index >>> CHUNK_SHIFT].link[index & CHUNK_MASK] = next;
+        chunks[index >>> CHUNK_SHIFT].slotLink[(index & CHUNK_MASK) << 1 | 1] = next;
     }
 
     /**
@@ -272,11 +281,16 @@ final class HandleTable {
         return head;
     }
 
+    /** Retires a killed index whose generation ran out ({@link #exhausted}): it is never handed out again. */
+    synchronized void retire(int index) {
+        retired++;
+    }
+
     /** Returns a list of killed indices whose blocks were released; retires those whose generation ran out. */
     synchronized void giveIndices(int head) {
         for (int i = head; i != NO_INDEX;) {
             int next = link(i);
-            if ((stateAcquire(i) >>> STATE_GEN_SHIFT) >= MAX_GENERATION) {
+            if (exhausted(stateAcquire(i))) {
                 retired++;
             } else {
                 setLink(i, freeHead);
@@ -305,7 +319,7 @@ final class HandleTable {
         words = ws;  // volatile: publishes the initialised words to resolves
         for (int i = CHUNK - 1; i >= (n == 0 ? 1 : 0); i--) {
             int index = (n << CHUNK_SHIFT) | i;
-            c.link[i] = freeHead;
+            c.slotLink[i << 1 | 1] = freeHead;
             freeHead = index;
             freeCount++;
         }

@@ -14,8 +14,8 @@ final class SizeClassPages {
 
     /** Indices taken from the handle table at once, so the table's own lock is rare. */
     static final int INDEX_BATCH = 64;
-    /** Above this many cached indices, half go back to the table. */
-    static final int INDEX_CACHE_MAX = 1024;
+    /** The least {@link #indexCacheCap()}. */
+    static final int INDEX_CACHE_MIN = 1024;
 
     final int index;
     final int blockSize;
@@ -37,6 +37,17 @@ final class SizeClassPages {
         this.index = index;
         this.blockSize = blockSize;
         this.blocksPerPage = (int) (pageSize / blockSize);
+    }
+
+    /**
+     * Free indices this class keeps, at most: a quarter of its live blocks (at
+     * least {@value #INDEX_CACHE_MIN}); above it, all but half go back to the
+     * table. Under churn a round releases up to 1/32 of the heap at once: with a
+     * fixed cap of 1024 those indices were walked back to the table and taken
+     * out again 64 at a time, a cache miss per index each way.
+     */
+    long indexCacheCap() {
+        return Math.max(INDEX_CACHE_MIN, liveBlocks >> 2);
     }
 
     int pageCount() {

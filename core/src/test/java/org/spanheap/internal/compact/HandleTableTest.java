@@ -87,6 +87,27 @@ class HandleTableTest {
     }
 
     @Test
+    void anIndexReusedWithoutTheTableIsExhaustedAtItsLastGeneration() {
+        // a size class reuses released indices itself and must retire them by this predicate, as giveIndices does
+        HandleTable t = new HandleTable();
+        try {
+            int i = t.takeIndices(1);
+            long cycles = 0;
+            do {
+                t.publishLive(i, 0x1000, 16, null, 0);
+                long h = t.handleOf(i);
+                t.kill(h);
+                assertThrows(StaleHandleException.class, () -> t.liveIndex(h));
+                cycles++;
+            } while (!HandleTable.exhausted(t.stateAcquire(i)));
+            assertEquals(HandleTable.MAX_GENERATION - 1, cycles, "every generation used once");
+            assertEquals(0, HandleTable.size(t.stateAcquire(i)) & ~16, "the kill keeps the size");
+        } finally {
+            t.close();
+        }
+    }
+
+    @Test
     void tagsAreReusedOnlyAfterClose() {
         HandleTable[] open = new HandleTable[100];
         java.util.Set<Long> tags = new java.util.HashSet<>();
