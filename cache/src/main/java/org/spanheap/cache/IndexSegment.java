@@ -20,13 +20,17 @@ import java.util.concurrent.locks.ReentrantLock;
  * tombstones. That is what lets the cache charge an entry about a third of
  * what a node-based map costs.
  *
- * <p><b>Policy.</b> New entries enter the window, an LRU queue of about 1% of
- * the segment's share; what overflows it moves to the probation queue as a
- * <i>candidate</i>. A hit in probation promotes an entry to the protected
+ * <p><b>Policy.</b> New entries enter the window, a queue of about 1% of the
+ * segment's share; what overflows it moves to the probation queue as a
+ * <i>candidate</i>. An entry hit in probation is promoted to the protected
  * queue (at most 80% of the main region; its overflow is demoted back to
  * probation). To make room, the oldest candidate duels the probation queue's
- * least recently used entry: the one the frequency sketch has seen less often
- * is evicted. So a one-time key cannot push out a popular one.
+ * oldest entry: the one the frequency sketch has seen less often
+ * is evicted. So a one-time key cannot push out a popular one. The queues
+ * are LRU approximated by second chances, as CLOCK does: a hit only marks its
+ * entry (and counts in the sketch), and a marked entry that reaches the head
+ * of the window or of the protected queue goes round to the tail again, and
+ * one at the head of probation is promoted, instead of leaving.
  *
  * <p><b>Expiry</b> is checked on every lookup (an expired entry is a miss);
  * expired entries leave when the policy evicts them, when a write finds them
@@ -47,13 +51,15 @@ final class IndexSegment {
     // ---- an entry's words in {@link #words}, at slot * stride ----
     /** The value's handle. */
     private static final int HANDLE = 0;
-    /** Queue (bits 60-61), previous slot + 1 (bits 30-59), next slot + 1 (bits 0-29); 0 is NONE + 1. */
+    /** Referenced (bit 62), queue (bits 60-61), previous slot + 1 (bits 30-59), next slot + 1 (bits 0-29); 0 is NONE + 1. */
     private static final int LINKS = 1;
     /** Hash (high 32 bits) and charge (low 32 bits). */
     private static final int META = 2;
     private static final int LINK_BITS = 30;
     private static final long LINK_MASK = (1L << LINK_BITS) - 1;
     private static final int QUEUE_SHIFT = 2 * LINK_BITS;
+    /** In the links word: hit since the entry last moved between or within queues (a move clears it). */
+    private static final long REFERENCED = 1L << 62;
 
     // ---- a cell of {@link #table}: a tag of the hash (bits 24-31) and slot + 1 (bits 0-23); 0 is empty ----
     private static final int CELL_SLOT_BITS = 24;
@@ -254,6 +260,14 @@ final class IndexSegment {
 
     private boolean evictOne(int keep, long now, Removals out) {
         int victim = head[PROBATION];
+        // entries hit while on probation are promoted, not dueled (each pass clears a mark or moves one out)
+        while (victim != NONE && victim != keep && referenced(victim)) {
+            promote(victim);
+            victim = head[PROBATION];
+        }
+        while (candidate != NONE && candidate != victim && candidate != keep && referenced(candidate)) {
+            promote(candidate); // unlink moves the candidate mark to the entry after it
+        }
         int chosen;
         if (candidate != NONE && victim != NONE && victim != candidate) {
             chosen = sketch.frequency(hashOf(candidate)) > sketch.frequency(hashOf(victim)) ? victim : candidate;
@@ -293,20 +307,40 @@ final class IndexSegment {
 
     // ---- policy --------------------------------------------------------
 
+    /**
+     * A hit: counted by the sketch and marked on the entry itself. Nothing
+     * moves: the queues are kept in order lazily, by second chances when an
+     * entry reaches the head of its queue ({@link #admitFromWindow},
+     * {@link #evictOne}, {@link #promote}). Moving a hit entry to its queue's
+     * tail at once, as an LRU list does, wrote its two neighbours, two more
+     * cache misses on every hit.
+     */
     private void onAccess(int e, long now) {
         sketch.increment(hashOf(e));
+        int at = e * stride;
         if (accessedWord >= 0) {
-            words[e * stride + accessedWord] = now;
+            words[at + accessedWord] = now;
         }
-        switch (queueOf(e)) {
-            case WINDOW -> moveToTail(e, WINDOW);
-            case PROBATION -> {
-                moveToTail(e, PROTECTED);
-                while (queueCharge[PROTECTED] > protectedMax && head[PROTECTED] != e) {
-                    moveToTail(head[PROTECTED], PROBATION);
-                }
-            }
-            default -> moveToTail(e, PROTECTED);
+        long l = words[at + LINKS];
+        if ((l & REFERENCED) == 0) {
+            words[at + LINKS] = l | REFERENCED;
+        }
+    }
+
+    private boolean referenced(int e) {
+        return (words[e * stride + LINKS] & REFERENCED) != 0;
+    }
+
+    /**
+     * Moves a probation entry that was hit to the protected queue, then demotes
+     * the protected queue's overflow to probation, oldest first, except entries
+     * hit since they last moved: those go round again (and lose their mark).
+     */
+    private void promote(int e) {
+        moveToTail(e, PROTECTED);
+        while (queueCharge[PROTECTED] > protectedMax && head[PROTECTED] != e) {
+            int h = head[PROTECTED];
+            moveToTail(h, referenced(h) ? PROTECTED : PROBATION);
         }
     }
 
@@ -314,6 +348,10 @@ final class IndexSegment {
     private void admitFromWindow(int keep) {
         while (queueCharge[WINDOW] > windowMax && head[WINDOW] != NONE && head[WINDOW] != keep) {
             int c = head[WINDOW];
+            if (referenced(c)) {
+                moveToTail(c, WINDOW); // hit while in the window: it stays (a move clears the mark)
+                continue;
+            }
             moveToTail(c, PROBATION);
             if (candidate == NONE) {
                 candidate = c;
@@ -356,7 +394,7 @@ final class IndexSegment {
     }
 
     private int queueOf(int e) {
-        return (int) (words[e * stride + LINKS] >>> QUEUE_SHIFT);
+        return (int) (words[e * stride + LINKS] >>> QUEUE_SHIFT) & 3;
     }
 
     private int nextOf(int e) {
@@ -402,7 +440,7 @@ final class IndexSegment {
 
     private void unlink(int e) {
         long l = words[e * stride + LINKS];
-        int q = (int) (l >>> QUEUE_SHIFT);
+        int q = (int) (l >>> QUEUE_SHIFT) & 3;
         int p = (int) (l >>> LINK_BITS & LINK_MASK) - 1;
         int n = (int) (l & LINK_MASK) - 1;
         if (e == candidate) {

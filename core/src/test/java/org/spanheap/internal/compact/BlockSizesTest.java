@@ -17,9 +17,10 @@ class BlockSizesTest {
         assertTrue(b.blockSize(b.count() - 1) >= b.maxSmall(), "the last class holds the largest small object");
         for (int c = 1; c < b.count(); c++) {
             assertTrue(b.blockSize(c) > b.blockSize(c - 1));
-            assertTrue(b.blockSize(c) % 16 == 0, "16-byte aligned blocks");
+            assertTrue(b.blockSize(c) % (b.blockSize(c) <= 128 ? 8 : 16) == 0, "8-byte aligned blocks, 16 above 128 bytes");
             assertTrue(pageSize / b.blockSize(c) >= 4, "at least four blocks per page");
         }
+        assertEquals(104, b.blockSize(b.classOf(100)), "below 128 bytes, at most 7 bytes are wasted");
         long step = Math.max(1, b.maxSmall() / 50_000);
         for (long size = 0; size <= b.maxSmall(); size += (size < 20_000 ? 1 : step)) {
             int c = b.classOf(size);
