@@ -87,6 +87,10 @@ final class CacheIndex {
     /** {@return the handle stored for {@code key}, 0 if none} A hit counts as an access. */
     long lookup(Object key, int hash, long now) {
         IndexSegment s = segmentOf(hash);
+        long handle = s.lookupWithoutLock(key, hash, now);
+        if (handle != IndexSegment.RETRY) {
+            return handle;
+        }
         lock(s);
         try {
             return s.lookup(key, hash, now);
@@ -198,8 +202,8 @@ final class CacheIndex {
             lock(s);
             try {
                 entries += s.count();
-                hits += s.hits;
-                misses += s.misses;
+                hits += s.hits + s.hitsWithoutLock.sum();
+                misses += s.misses + s.missesWithoutLock.sum();
             } finally {
                 s.lock.unlock();
             }

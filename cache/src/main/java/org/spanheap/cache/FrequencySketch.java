@@ -7,7 +7,8 @@ package org.spanheap.cache;
  * hash function) lie in one 64-byte block of the table: one cache miss per
  * increment or estimate.
  *
- * <p>Not thread-safe: the lock of the {@link IndexSegment} that owns it guards it.
+ * <p>The lock of the {@link IndexSegment} that owns it guards it, except for
+ * {@link #incrementWithoutLock}, which lookups without the lock call.
  */
 final class FrequencySketch {
 
@@ -65,9 +66,40 @@ final class FrequencySketch {
         }
     }
 
+    /**
+     * Counts one event of {@code hash} without the owner's lock, lossily: it
+     * reads the table once and writes each counter's word once from one read,
+     * so a race with the owner loses one of the two updates (or undoes a
+     * halving of one word) but never carries a full counter into its
+     * neighbour. It leaves the aging to the owner: the next increment under the
+     * lock sees the additions counted here (racily) and halves.
+     */
+    void incrementWithoutLock(int hash) {
+        long[] t = table;
+        int block = blockOf(hash, t.length);
+        boolean added = false;
+        for (int i = 0; i < 4; i++) {
+            long h = hash * SEEDS[i];
+            int word = block + (i << 1) + (int) ((h >>> 40) & 1);
+            int shift = (int) ((h >>> 41) & 15) << 2;
+            long x = t[word];
+            if (((x >>> shift) & 15) != 15) {
+                t[word] = x + (1L << shift);
+                added = true;
+            }
+        }
+        if (added && additions < Integer.MAX_VALUE) {
+            additions++;
+        }
+    }
+
     private int blockOf(int hash) {
+        return blockOf(hash, table.length);
+    }
+
+    private static int blockOf(int hash, int length) {
         long h = (hash ^ (hash >>> 17)) * 0xD6E8_FEB8_6659_FD93L;
-        return (int) (h >>> 32) & (table.length - 8) & ~7;
+        return (int) (h >>> 32) & (length - 8) & ~7;
     }
 
     /** Halves every counter (the aging step), so counts measure recent popularity. */
@@ -75,6 +107,6 @@ final class FrequencySketch {
         for (int i = 0; i < table.length; i++) {
             table[i] = (table[i] >>> 1) & ODD_BITS_CLEARED;
         }
-        additions >>>= 1;
+        additions = Math.min(additions, sampleSize) >>> 1; // lookups without the lock may have counted past the sample
     }
 }

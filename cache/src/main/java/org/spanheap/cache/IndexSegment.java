@@ -1,6 +1,9 @@
 package org.spanheap.cache;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Arrays;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -19,6 +22,20 @@ import java.util.concurrent.locks.ReentrantLock;
  * rarely touches their entries; deletion shifts the run back, so there are no
  * tombstones. That is what lets the cache charge an entry about a third of
  * what a node-based map costs.
+ *
+ * <p><b>Lookups without the lock</b> ({@link #lookupWithoutLock}, a seqlock).
+ * Invariant: every change to what a lookup reads (the table and its cells, an
+ * entry's handle, hash, key and write time, the arrays themselves) happens
+ * under the lock between {@link #beginChange} and {@link #endChange}, which
+ * make {@link #version} odd and then even again; nothing else changes them.
+ * A lookup reads the version (acquire), reads table and entry with plain
+ * loads, checks every slot number against the array it indexes (so a torn view
+ * never throws), then reads the version again after a load-load fence; if it
+ * was odd or has moved, the lookup is repeated under the lock. So a handle is
+ * returned only if it was the key's handle at one moment between the two
+ * reads. What a hit writes (the reference mark, by an atomic OR, and the
+ * sketch's counters) is outside the seqlock and may be lost to a racing
+ * writer: policy, not correctness. Queue links are never read without the lock.
  *
  * <p><b>Policy.</b> New entries enter the window, a queue of about 1% of the
  * segment's share; what overflows it moves to the probation queue as a
@@ -106,8 +123,21 @@ final class IndexSegment {
     /** The oldest entry moved from the window that has not dueled yet, or NONE. */
     private int candidate = NONE;
 
+    /** Lookups under the lock (and their outcome). */
     long hits;
     long misses;
+    /** Lookups without the lock ({@link #lookupWithoutLock}). */
+    final LongAdder hitsWithoutLock = new LongAdder();
+    final LongAdder missesWithoutLock = new LongAdder();
+
+    /**
+     * The seqlock of lookups without the lock: odd while a writer (holding
+     * {@link #lock}) changes what such a lookup reads (see the class comment).
+     */
+    private volatile int version;
+    /** Whether lookups may go without the lock: not when a hit must write its access time. */
+    private final boolean lookupsWithoutLock;
+    private static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
 
     /**
      * @param longKeys whether every key is a {@code Long}: then the keys are kept
@@ -128,6 +158,7 @@ final class IndexSegment {
         this.protectedMax = (share - windowMax) * 4 / 5;
         this.expireAfterWriteNanos = expireAfterWriteNanos;
         this.expireAfterAccessNanos = expireAfterAccessNanos;
+        this.lookupsWithoutLock = accessedWord < 0;
     }
 
     /** {@return the bytes the entries of this segment are charged} */
@@ -156,6 +187,86 @@ final class IndexSegment {
         return words[e * stride + HANDLE];
     }
 
+    /**
+     * A lookup without the lock: {@return the handle stored for {@code key}, 0
+     * if there is none (or it expired), or {@link #RETRY} if a writer changed
+     * the segment meanwhile (or expiry after access is on): then look up again
+     * under the lock} A hit marks the entry and counts in the sketch, as
+     * {@link #lookup} does, but lossily: a mark or count that races with a
+     * writer may be lost, which only blurs the policy's view.
+     */
+    long lookupWithoutLock(Object key, int hash, long now) {
+        if (!lookupsWithoutLock) {
+            return RETRY;
+        }
+        int v = version; // volatile read (acquire): the reads below see at least the changes before it
+        if ((v & 1) != 0) {
+            return RETRY; // a writer is in the middle of a change
+        }
+        // Plain, racy reads: a writer may change anything below meanwhile, so every
+        // value is checked against the arrays it indexes, and all of them are
+        // discarded unless the version is still v afterwards.
+        int[] t = table;
+        long[] w = words;
+        Object[] ks = keys;
+        int mask = t.length - 1;
+        int tag = tagOf(hash);
+        int at = -1;
+        for (int i = hash & mask, probes = 0; probes <= mask; i = (i + 1) & mask, probes++) {
+            int cell = t[i];
+            if (cell == 0) {
+                break;
+            }
+            if ((cell & ~CELL_SLOT_MASK) == tag) {
+                int e = (cell & CELL_SLOT_MASK) - 1;
+                int a = e * stride;
+                if (a + stride > w.length || (ks != null && e >= ks.length)) {
+                    return RETRY; // arrays of different moments: the version check would fail too
+                }
+                if (ks != null
+                        ? (int) (w[a + META] >>> 32) == hash && key.equals(ks[e])
+                        : (Long) key == w[a + keyWord]) {
+                    at = a;
+                    break;
+                }
+            }
+        }
+        long handle = at < 0 ? 0 : w[at + HANDLE];
+        boolean expired = at >= 0 && writtenWord >= 0 && now - w[at + writtenWord] >= expireAfterWriteNanos;
+        VarHandle.loadLoadFence(); // the reads above complete before the version is read again
+        if (version != v) {
+            return RETRY;
+        }
+        if (at < 0 || expired) {
+            missesWithoutLock.increment();
+            return 0;
+        }
+        hitsWithoutLock.increment();
+        if ((w[at + LINKS] & REFERENCED) == 0) {
+            // atomic: a writer's plain store of the links word may overwrite the mark, never the reverse
+            LONGS.getAndBitwiseOr(w, at + LINKS, REFERENCED);
+        }
+        sketch.incrementWithoutLock(hash);
+        return handle;
+    }
+
+    /** {@link #lookupWithoutLock}'s answer when it must be asked again under the lock (never a handle). */
+    static final long RETRY = -1;
+
+    /**
+     * A writer begins a change (holding the lock): the version turns odd
+     * before any change can be seen (volatile write, then a store-store fence).
+     */
+    private void beginChange() {
+        version = version + 1;
+        VarHandle.storeStoreFence();
+    }
+
+    /** The change is complete: the version turns even (a volatile write: a release of everything before it). */
+    private void endChange() {
+        version = version + 1;
+    }
+
     /** Whether {@code key} has an entry that has not expired; not an access. */
     boolean contains(Object key, int hash, long now) {
         int e = find(key, hash);
@@ -172,6 +283,15 @@ final class IndexSegment {
      * within this segment's share, never evicting this key's entry.
      */
     long put(Object key, int hash, long handle, int charge, long now, boolean onlyIfAbsent, Removals out) {
+        beginChange();
+        try {
+            return putChanging(key, hash, handle, charge, now, onlyIfAbsent, out);
+        } finally {
+            endChange();
+        }
+    }
+
+    private long putChanging(Object key, int hash, long handle, int charge, long now, boolean onlyIfAbsent, Removals out) {
         sweepExpired(now, out);
         int e = find(key, hash);
         if (e != NONE && expired(e, now)) {
@@ -209,6 +329,15 @@ final class IndexSegment {
 
     /** Removes {@code key}'s entry; {@return whether one was there (expired or not)} */
     boolean remove(Object key, int hash, Removals out) {
+        beginChange();
+        try {
+            return removeChanging(key, hash, out);
+        } finally {
+            endChange();
+        }
+    }
+
+    private boolean removeChanging(Object key, int hash, Removals out) {
         int e = find(key, hash);
         if (e == NONE) {
             return false;
@@ -219,6 +348,15 @@ final class IndexSegment {
 
     /** Removes every entry, as explicit removals. */
     void clear(Removals out) {
+        beginChange();
+        try {
+            clearChanging(out);
+        } finally {
+            endChange();
+        }
+    }
+
+    private void clearChanging(Removals out) {
         for (int e = 0; e < slotsUsed; e++) {
             if (queueOf(e) != FREE) {
                 out.add(keyAt(e), words[e * stride + HANDLE], RemovalCause.EXPLICIT);
@@ -240,6 +378,15 @@ final class IndexSegment {
 
     /** Removes every expired entry. */
     void expireAll(long now, Removals out) {
+        beginChange();
+        try {
+            expireAllChanging(now, out);
+        } finally {
+            endChange();
+        }
+    }
+
+    private void expireAllChanging(long now, Removals out) {
         if (writtenWord < 0 && accessedWord < 0) {
             return;
         }
@@ -255,6 +402,15 @@ final class IndexSegment {
      * expired one goes as expired). {@return false if there was none to evict}
      */
     boolean evictOneExcept(Object key, int hash, long now, Removals out) {
+        beginChange();
+        try {
+            return evictOneExceptChanging(key, hash, now, out);
+        } finally {
+            endChange();
+        }
+    }
+
+    private boolean evictOneExceptChanging(Object key, int hash, long now, Removals out) {
         return evictOne(find(key, hash), now, out);
     }
 

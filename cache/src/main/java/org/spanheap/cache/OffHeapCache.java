@@ -34,10 +34,11 @@ import org.spanheap.StaleHandleException;
  *
  * <p><b>Threads.</b> All methods are thread-safe. Eviction, expiry and removal
  * notifications run on the calling threads, after the operation that caused
- * them. A lookup holds its segment's lock only to find the handle; the value is
- * read after, without the lock, and is seen whole even while compaction moves
- * it; a value replaced or removed during a read is either read whole as it was
- * or the lookup is retried.
+ * them. A lookup finds the handle without taking its segment's lock (it
+ * checks a version the segment's writers advance, and takes the lock only if
+ * a writer raced it); the value is read after, and is seen whole even while
+ * compaction moves it; a value replaced or removed during a read is either
+ * read whole as it was or the lookup is retried.
  *
  * {@snippet :
  * try (OffHeapCache<String, byte[]> cache = OffHeapCache.builder(Serializers.utf8(), Serializers.bytes())
