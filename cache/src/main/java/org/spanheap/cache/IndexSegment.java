@@ -10,7 +10,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * One stripe of the cache's index: a hash table from keys to value handles,
  * and the W-TinyLFU policy over its entries (Einziger, Friedman and Manes,
  * "TinyLFU: A Highly Efficient Cache Admission Policy"), all guarded by
- * {@link #lock}; every method but the constructor expects the caller to hold it.
+ * {@link #lock}; every method but the constructor and {@link #lookupWithoutLock}
+ * expects the caller to hold it.
  *
  * <p><b>Layout.</b> No object per entry: an entry is a slot {@code e}, its
  * fields packed one after the other in one {@code long[]} (handle, queue
