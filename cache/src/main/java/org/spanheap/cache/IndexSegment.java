@@ -207,31 +207,12 @@ final class IndexSegment {
         // Plain, racy reads: a writer may change anything below meanwhile, so every
         // value is checked against the arrays it indexes, and all of them are
         // discarded unless the version is still v afterwards.
-        int[] t = table;
         long[] w = words;
-        Object[] ks = keys;
-        int mask = t.length - 1;
-        int tag = tagOf(hash);
-        int at = -1;
-        for (int i = hash & mask, probes = 0; probes <= mask; i = (i + 1) & mask, probes++) {
-            int cell = t[i];
-            if (cell == 0) {
-                break;
-            }
-            if ((cell & ~CELL_SLOT_MASK) == tag) {
-                int e = (cell & CELL_SLOT_MASK) - 1;
-                int a = e * stride;
-                if (a + stride > w.length || (ks != null && e >= ks.length)) {
-                    return RETRY; // arrays of different moments: the version check would fail too
-                }
-                if (ks != null
-                        ? (int) (w[a + META] >>> 32) == hash && key.equals(ks[e])
-                        : (Long) key == w[a + keyWord]) {
-                    at = a;
-                    break;
-                }
-            }
+        int e = probe(table, w, keys, key, hash);
+        if (e == TORN) {
+            return RETRY; // arrays of different moments: the version check would fail too
         }
+        int at = e == NONE ? -1 : e * stride;
         long handle = at < 0 ? 0 : w[at + HANDLE];
         boolean expired = at >= 0 && writtenWord >= 0 && now - w[at + writtenWord] >= expireAfterWriteNanos;
         VarHandle.loadLoadFence(); // the reads above complete before the version is read again
@@ -627,22 +608,40 @@ final class IndexSegment {
     }
 
     private int find(Object key, int hash) {
-        int mask = table.length - 1;
+        return probe(table, words, keys, key, hash); // under the lock the arrays agree: never TORN
+    }
+
+    /** What {@link #probe} returns when a cell names a slot beyond the arrays it was given. */
+    private static final int TORN = -2;
+
+    /**
+     * Linear probing for {@code key} in the arrays given (the segment's own, or
+     * a lookup without the lock's racy copies of them); {@return its slot, NONE,
+     * or TORN} Every slot is checked against the arrays and the probe ends after
+     * one pass, so a racy view never throws or loops.
+     */
+    private int probe(int[] t, long[] w, Object[] ks, Object key, int hash) {
+        int mask = t.length - 1;
         int tag = tagOf(hash);
-        for (int i = hash & mask; ; i = (i + 1) & mask) {
-            int cell = table[i];
+        for (int i = hash & mask, probes = 0; probes <= mask; i = (i + 1) & mask, probes++) {
+            int cell = t[i];
             if (cell == 0) {
                 return NONE;
             }
             if ((cell & ~CELL_SLOT_MASK) == tag) {
                 int e = (cell & CELL_SLOT_MASK) - 1;
-                if (keys != null
-                        ? hashOf(e) == hash && key.equals(keys[e])
-                        : (Long) key == words[e * stride + keyWord]) {
+                int a = e * stride;
+                if (a + stride > w.length || (ks != null && e >= ks.length)) {
+                    return TORN;
+                }
+                if (ks != null
+                        ? (int) (w[a + META] >>> 32) == hash && key.equals(ks[e])
+                        : (Long) key == w[a + keyWord]) {
                     return e;
                 }
             }
         }
+        return NONE;
     }
 
     private int insert(Object key, int hash, long handle, int charge, long now) {

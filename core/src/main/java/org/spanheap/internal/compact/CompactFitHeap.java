@@ -929,7 +929,7 @@ public final class CompactFitHeap {
                     c.refile(p);
                 }
                 if (HandleTable.exhausted(state)) {
-                    table.retire(i); // its generation ran out: never reused
+                    table.retire(); // its generation ran out: never reused
                 } else {
                     table.setLink(i, c.indexHead);
                     c.indexHead = i;

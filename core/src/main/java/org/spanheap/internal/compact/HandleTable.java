@@ -281,8 +281,8 @@ final class HandleTable {
         return head;
     }
 
-    /** Retires a killed index whose generation ran out ({@link #exhausted}): it is never handed out again. */
-    synchronized void retire(int index) {
+    /** Counts a killed index whose generation ran out ({@link #exhausted}) as retired; the caller drops it, so it is never handed out again. */
+    synchronized void retire() {
         retired++;
     }
 
