@@ -654,7 +654,7 @@ final class IndexSegment {
         } else {
             int slots = words.length / stride;
             if (slotsUsed == slots) {
-                growSlots(Math.min(MAX_SLOTS, slots + (slots >> 1))); // by half: the slack is charged to every entry
+                growSlots(Math.min(MAX_SLOTS, slots + Math.max(16, slots >> 3))); // by an eighth: the slack is charged to every entry
             }
             e = slotsUsed++;
         }
@@ -740,27 +740,47 @@ final class IndexSegment {
         }
     }
 
-    /** Entries that left the index, to be told to the listener and freed once the segment's lock is released. */
+    /**
+     * Entries that left the index, to be told to the listener and freed once the segment's
+     * lock is released. The first two are kept in fields: a write removes at most the entry it
+     * replaces and one it evicts most of the time, and three arrays made for them were half of
+     * the bytes a put allocated (CacheBenchmark, 100 B values, 50% writes: 292 bytes per
+     * operation, against OHC's 148).
+     */
     static final class Removals {
-        /** Made on the first removal: most writes remove nothing. */
+        private Object key0, key1;
+        private long handle0, handle1;
+        private RemovalCause cause0, cause1;
+        /** From the third removal on; made when first needed. */
         private Object[] keys;
         private long[] handles;
         private RemovalCause[] causes;
         private int size;
 
         void add(Object key, long handle, RemovalCause cause) {
-            if (keys == null) {
-                keys = new Object[4];
-                handles = new long[4];
-                causes = new RemovalCause[4];
-            } else if (size == keys.length) {
-                keys = Arrays.copyOf(keys, size * 2);
-                handles = Arrays.copyOf(handles, size * 2);
-                causes = Arrays.copyOf(causes, size * 2);
+            if (size == 0) {
+                key0 = key;
+                handle0 = handle;
+                cause0 = cause;
+            } else if (size == 1) {
+                key1 = key;
+                handle1 = handle;
+                cause1 = cause;
+            } else {
+                int i = size - 2;
+                if (keys == null) {
+                    keys = new Object[4];
+                    handles = new long[4];
+                    causes = new RemovalCause[4];
+                } else if (i == keys.length) {
+                    keys = Arrays.copyOf(keys, i * 2);
+                    handles = Arrays.copyOf(handles, i * 2);
+                    causes = Arrays.copyOf(causes, i * 2);
+                }
+                keys[i] = key;
+                handles[i] = handle;
+                causes[i] = cause;
             }
-            keys[size] = key;
-            handles[size] = handle;
-            causes[size] = cause;
             size++;
         }
 
@@ -769,15 +789,19 @@ final class IndexSegment {
         }
 
         Object key(int i) {
-            return keys[i];
+            return i == 0 ? key0 : i == 1 ? key1 : keys[checkIndex(i) - 2];
         }
 
         long handle(int i) {
-            return handles[i];
+            return i == 0 ? handle0 : i == 1 ? handle1 : handles[checkIndex(i) - 2];
         }
 
         RemovalCause cause(int i) {
-            return causes[i];
+            return i == 0 ? cause0 : i == 1 ? cause1 : causes[checkIndex(i) - 2];
+        }
+
+        private int checkIndex(int i) {
+            return java.util.Objects.checkIndex(i, size);
         }
     }
 }

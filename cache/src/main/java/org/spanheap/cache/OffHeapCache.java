@@ -59,13 +59,13 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     /**
      * Bytes charged per entry for what it takes on the Java heap besides its key:
      * its slot in the index's arrays and hash table, its share of the frequency
-     * sketch, and the heap's handle-table entry (measured at 81-92 bytes between
+     * sketch, and the heap's handle-table entry (measured at 71-80 bytes between
      * 100,000 and 1,000,000 entries, as the arrays grow; see docs/cache.md).
      */
-    public static final int ENTRY_OVERHEAD = 96;
+    public static final int ENTRY_OVERHEAD = 84;
 
     /** Bytes charged per entry for each kind of expiry that is on: its time stamp (8 bytes) and the arrays' slack. */
-    public static final int EXPIRY_OVERHEAD = 12;
+    public static final int EXPIRY_OVERHEAD = 10;
 
     /** The largest value: an entry's charge must fit an {@code int}. */
     public static final long MAX_VALUE_SIZE = Integer.MAX_VALUE - (1L << 20);

@@ -909,40 +909,51 @@ public final class CompactFitHeap {
     /** Limbo entries released per sorting by class (see {@link #releaseLimbo}). */
     private static final int RELEASE_PIECE = 256;
 
+    /**
+     * Entries released per hold of a class lock, so that an allocation waits for the
+     * background thread microseconds, not a whole piece's tens of microseconds of cache
+     * misses. Counted with a temporary counter (CacheBenchmark, 100 B, 50% writes, 2 threads,
+     * about 9 s): allocations parked 890,000 times behind the compactor with the whole piece
+     * in one hold, 10,000 times with 32; throughput the same within the noise.
+     */
+    private static final int RELEASE_HOLD = 32;
+
     private long releaseClassLimbo(SizeClassPages c, int head) {
         long bytes = 0;
         int emptied = 0;
-        c.lock.lock();
-        try {
-            for (int i = head; i != HandleTable.NO_INDEX;) {
-                int next = table.link(i);
-                Page p = table.pageOf(i);
-                p.release(table.slotOf(i));
-                c.liveBlocks--;
-                c.released++;
-                long state = table.stateAcquire(i);
-                c.releasedBytes += HandleTable.size(state); // a kill keeps the size
-                if (p.used == 0) {
-                    c.removePage(p);
-                    emptied = addEmptied(emptied, p);
-                } else {
-                    c.refile(p);
+        for (int i = head; i != HandleTable.NO_INDEX;) {
+            c.lock.lock();
+            try {
+                for (int n = 0; n < RELEASE_HOLD && i != HandleTable.NO_INDEX; n++) {
+                    int next = table.link(i);
+                    Page p = table.pageOf(i);
+                    p.release(table.slotOf(i));
+                    c.liveBlocks--;
+                    c.released++;
+                    long state = table.stateAcquire(i);
+                    c.releasedBytes += HandleTable.size(state); // a kill keeps the size
+                    if (p.used == 0) {
+                        c.removePage(p);
+                        emptied = addEmptied(emptied, p);
+                    } else {
+                        c.refile(p);
+                    }
+                    if (HandleTable.exhausted(state)) {
+                        table.retire(); // its generation ran out: never reused
+                    } else {
+                        table.setLink(i, c.indexHead);
+                        c.indexHead = i;
+                        c.indexCount++;
+                    }
+                    bytes += c.blockSize;
+                    i = next;
                 }
-                if (HandleTable.exhausted(state)) {
-                    table.retire(); // its generation ran out: never reused
-                } else {
-                    table.setLink(i, c.indexHead);
-                    c.indexHead = i;
-                    c.indexCount++;
+                if (i == HandleTable.NO_INDEX && c.indexCount > c.indexCacheCap()) {
+                    giveBackIndices(c);
                 }
-                bytes += c.blockSize;
-                i = next;
+            } finally {
+                c.lock.unlock();
             }
-            if (c.indexCount > c.indexCacheCap()) {
-                giveBackIndices(c);
-            }
-        } finally {
-            c.lock.unlock();
         }
         freePages(emptied);
         return bytes;
