@@ -76,7 +76,16 @@ final class CacheIndex {
 
     /** {@return a well-mixed hash of an index key} Segments take its high bits, tables its low bits. */
     static int hash(Object key) {
-        int h = key.hashCode() * 0x9E37_79B9;
+        return mix(key.hashCode());
+    }
+
+    /** {@return {@link #hash(Object)} of a {@code Long} key, without the box} Entries of long keys keep no hash. */
+    static int hash(long key) {
+        return mix(Long.hashCode(key));
+    }
+
+    private static int mix(int hashCode) {
+        int h = hashCode * 0x9E37_79B9;
         return h ^ (h >>> 15);
     }
 

@@ -20,8 +20,13 @@ abstract class IndexKeys<K> {
     /** {@return the user's key for an index key} */
     abstract K userKey(Object indexKey);
 
-    /** Header bytes of a {@code KeyBytes} and its array, or of a {@code String} and its array. */
-    static final int WRAPPER_BYTES = 40;
+    /**
+     * What an object key costs besides its length: the headers of a
+     * {@code KeyBytes} and its array, or of a {@code String} and its array
+     * (40 bytes), and in the index its reference and the word that keeps its
+     * hash (12; an entry of a {@code long} key keeps the key in that word).
+     */
+    static final int WRAPPER_BYTES = 52;
 
     /** {@return the Java heap bytes the index key takes, charged in the entry's weight} */
     abstract long chargedBytes(Object indexKey);
@@ -37,7 +42,7 @@ abstract class IndexKeys<K> {
             return (IndexKeys<K>) new Itself<>(s -> WRAPPER_BYTES + (long) ((String) s).length(), false);
         }
         if (serializer == Serializers.longs()) {
-            return (IndexKeys<K>) new Itself<>(l -> 8, true); // kept as a long in the index's arrays
+            return (IndexKeys<K>) new Itself<>(l -> 8, true); // kept as a long in the entry's words
         }
         if (serializer == Serializers.bytes()) {
             return (IndexKeys<K>) new ByteArrayKeys();

@@ -15,7 +15,8 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p><b>Layout.</b> No object per entry: an entry is a slot {@code e}, its
  * fields packed one after the other in one {@code long[]} (handle, queue
- * links, hash and charge, the key when keys are longs, expiry times), so that
+ * links with the charge, the key when keys are longs or else the hash, expiry
+ * times), so that
  * a lookup's reads of an entry fall in one or two cache lines (with parallel
  * arrays, as before 2026-11-25, each field was a miss of its own). The hash
  * table is open addressing with linear probing over slot numbers, each cell
@@ -69,15 +70,25 @@ final class IndexSegment {
     // ---- an entry's words in {@link #words}, at slot * stride ----
     /** The value's handle. */
     private static final int HANDLE = 0;
-    /** Referenced (bit 62), queue (bits 60-61), previous slot + 1 (bits 30-59), next slot + 1 (bits 0-29); 0 is NONE + 1. */
+    /**
+     * Charge code (bits 51-63, {@link EntryCharge}), referenced (bit 50), queue
+     * (bits 48-49), previous slot + 1 (bits 24-47), next slot + 1 (bits 0-23); 0
+     * is NONE + 1. A slot fits 24 bits: a segment has at most {@link #MAX_SLOTS}.
+     */
     private static final int LINKS = 1;
-    /** Hash (high 32 bits) and charge (low 32 bits). */
-    private static final int META = 2;
-    private static final int LINK_BITS = 30;
+    /**
+     * The key when keys are longs (its hash is recomputed from it), else the
+     * key's hash (low 32 bits), which the probe compares before {@code equals}.
+     */
+    private static final int KEY_OR_HASH = 2;
+    private static final int LINK_BITS = 24;
     private static final long LINK_MASK = (1L << LINK_BITS) - 1;
     private static final int QUEUE_SHIFT = 2 * LINK_BITS;
     /** In the links word: hit since the entry last moved between or within queues (a move clears it). */
-    private static final long REFERENCED = 1L << 62;
+    private static final long REFERENCED = 1L << 50;
+    private static final int CHARGE_SHIFT = 64 - EntryCharge.BITS;
+    /** The charge code's bits in the links word: set when an entry is made or replaced, kept by every move. */
+    private static final long CHARGE_BITS = -1L << CHARGE_SHIFT;
 
     // ---- a cell of {@link #table}: a tag of the hash (bits 24-31) and slot + 1 (bits 0-23); 0 is empty ----
     private static final int CELL_SLOT_BITS = 24;
@@ -97,10 +108,9 @@ final class IndexSegment {
     private final FrequencySketch sketch = new FrequencySketch();
 
     // ---- entries, by slot ----
-    /** Words per entry: handle, links, meta, then the key when keys are longs, then the times of the expiries that are on. */
+    /** Words per entry: handle, links, the key or its hash, then the times of the expiries that are on. */
     private final int stride;
-    /** Offsets of the key and the write and access times in an entry, or -1 when it has none. */
-    private final int keyWord;
+    /** Offsets of the write and access times in an entry, or -1 when it has none. */
     private final int writtenWord;
     private final int accessedWord;
     /**
@@ -146,8 +156,7 @@ final class IndexSegment {
      */
     IndexSegment(long share, boolean longKeys, long expireAfterWriteNanos, long expireAfterAccessNanos) {
         this.share = share;
-        int w = META + 1;
-        keyWord = longKeys ? w++ : -1;
+        int w = KEY_OR_HASH + 1;
         writtenWord = expireAfterWriteNanos > 0 ? w++ : -1;
         accessedWord = expireAfterAccessNanos > 0 ? w++ : -1;
         stride = w;
@@ -288,8 +297,9 @@ final class IndexSegment {
             }
             out.add(keyAt(e), words[at + HANDLE], RemovalCause.REPLACED);
             words[at + HANDLE] = handle;
-            int delta = charge - chargeOf(e);
-            words[at + META] = (long) hash << 32 | Integer.toUnsignedLong(charge);
+            int code = EntryCharge.encode(charge);
+            long delta = EntryCharge.decode(code) - chargeOf(e);
+            words[at + LINKS] = words[at + LINKS] & ~CHARGE_BITS | (long) code << CHARGE_SHIFT;
             queueCharge[queueOf(e)] += delta;
             charged += delta;
             if (writtenWord >= 0) {
@@ -524,11 +534,12 @@ final class IndexSegment {
     // ---- an entry's fields ---------------------------------------------
 
     private int hashOf(int e) {
-        return (int) (words[e * stride + META] >>> 32);
+        long w = words[e * stride + KEY_OR_HASH];
+        return keys == null ? CacheIndex.hash(w) : (int) w;
     }
 
-    private int chargeOf(int e) {
-        return (int) words[e * stride + META];
+    private long chargeOf(int e) {
+        return EntryCharge.decode((int) (words[e * stride + LINKS] >>> CHARGE_SHIFT));
     }
 
     private int queueOf(int e) {
@@ -566,7 +577,8 @@ final class IndexSegment {
 
     private void link(int e, int q) {
         int t = tail[q];
-        words[e * stride + LINKS] = links(q, t, NONE);
+        int at = e * stride + LINKS;
+        words[at] = words[at] & CHARGE_BITS | links(q, t, NONE); // a move clears the mark, keeps the charge
         if (t == NONE) {
             head[q] = e;
         } else {
@@ -600,7 +612,7 @@ final class IndexSegment {
     // ---- entries and the hash table -------------------------------------
 
     private Object keyAt(int e) {
-        return keys != null ? keys[e] : Long.valueOf(words[e * stride + keyWord]);
+        return keys != null ? keys[e] : Long.valueOf(words[e * stride + KEY_OR_HASH]);
     }
 
     private static int tagOf(int hash) {
@@ -635,8 +647,8 @@ final class IndexSegment {
                     return TORN;
                 }
                 if (ks != null
-                        ? (int) (w[a + META] >>> 32) == hash && key.equals(ks[e])
-                        : (Long) key == w[a + keyWord]) {
+                        ? (int) w[a + KEY_OR_HASH] == hash && key.equals(ks[e])
+                        : (Long) key == w[a + KEY_OR_HASH]) {
                     return e;
                 }
             }
@@ -645,6 +657,7 @@ final class IndexSegment {
     }
 
     private int insert(Object key, int hash, long handle, int charge, long now) {
+        assert keys != null || hash == CacheIndex.hash((long) (Long) key) : "an entry of a long key recomputes its hash";
         if ((count + 1) * 4L > table.length * 3L) {
             rehash(table.length * 2);
         }
@@ -661,11 +674,13 @@ final class IndexSegment {
         int at = e * stride;
         if (keys != null) {
             keys[e] = key;
+            words[at + KEY_OR_HASH] = Integer.toUnsignedLong(hash);
         } else {
-            words[at + keyWord] = (Long) key;
+            words[at + KEY_OR_HASH] = (Long) key;
         }
         words[at + HANDLE] = handle;
-        words[at + META] = (long) hash << 32 | Integer.toUnsignedLong(charge);
+        int code = EntryCharge.encode(charge);
+        words[at + LINKS] = (long) code << CHARGE_SHIFT; // link() below keeps it
         if (writtenWord >= 0) {
             words[at + writtenWord] = now;
         }
@@ -679,7 +694,7 @@ final class IndexSegment {
         }
         table[i] = tagOf(hash) | (e + 1);
         count++;
-        charged += charge;
+        charged += EntryCharge.decode(code);
         link(e, WINDOW);
         sketch.increment(hash);
         sketch.ensureCapacity(count);

@@ -59,16 +59,16 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     /**
      * Bytes charged per entry for what it takes on the Java heap besides its key:
      * its slot in the index's arrays and hash table, its share of the frequency
-     * sketch, and the heap's handle-table entry (measured at 71-80 bytes between
+     * sketch, and the heap's handle-table entry (measured at 55-63 bytes between
      * 100,000 and 1,000,000 entries, as the arrays grow; see docs/cache.md).
      */
-    public static final int ENTRY_OVERHEAD = 84;
+    public static final int ENTRY_OVERHEAD = 66;
 
     /** Bytes charged per entry for each kind of expiry that is on: its time stamp (8 bytes) and the arrays' slack. */
     public static final int EXPIRY_OVERHEAD = 10;
 
-    /** The largest value: an entry's charge must fit an {@code int}. */
-    public static final long MAX_VALUE_SIZE = Integer.MAX_VALUE - (1L << 20);
+    /** The largest value: an entry's charge, rounded as the index keeps it, must fit an {@code int}. */
+    public static final long MAX_VALUE_SIZE = Integer.MAX_VALUE - (1L << 23);
 
     /** How often a lookup retries when its entry is replaced between the index and the read. */
     private static final int LOOKUP_ATTEMPTS = 4;
@@ -424,8 +424,11 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * footprint, the key's charge and {@value #ENTRY_OVERHEAD} for the index entry
      * (plus {@value #EXPIRY_OVERHEAD} per kind of expiry that is on).
      * A key is charged what the index holds on the Java heap: 8 bytes for a
-     * {@code Long} (kept as a {@code long}), 40 plus its length for a {@code String} (with
-     * {@link Serializers#utf8()}) or for any serialized key (its bytes).
+     * {@code Long} (kept as a {@code long} in the entry), 52 plus its length for a
+     * {@code String} (with {@link Serializers#utf8()}) or for any serialized key (its
+     * bytes, their objects, and the entry's reference to them and word for their hash).
+     * A charge of 512 bytes or more is rounded up to nine significant bits (at most
+     * 0.4% more), as the index keeps it.
      *
      * @param keyBytes the key's charge
      * @param valueBytes the value's serialized size
@@ -435,7 +438,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         if (keyBytes < 0 || valueBytes < 0 || valueBytes > MAX_VALUE_SIZE) {
             throw new IllegalArgumentException("sizes out of range: key " + keyBytes + ", value " + valueBytes);
         }
-        return heap.footprint(valueBytes) + keyBytes + entryOverhead;
+        return EntryCharge.round(heap.footprint(valueBytes) + keyBytes + entryOverhead);
     }
 
     /**
@@ -488,10 +491,14 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
 
     /** {@return what an entry of a value of {@code size} bytes is charged} Checks it against the capacity. */
     private int chargeOf(Object indexKey, long size) {
-        long charge = heap.footprint(size) + keys.chargedBytes(indexKey) + entryOverhead;
+        long charge = EntryCharge.round(heap.footprint(size) + keys.chargedBytes(indexKey) + entryOverhead);
         if (charge > capacity) {
             throw new IllegalArgumentException("an entry with a value of " + size + " bytes is charged " + charge
                     + " bytes, more than the cache's capacity of " + capacity + " bytes");
+        }
+        if (charge > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("an entry with a value of " + size + " bytes is charged " + charge
+                    + " bytes, more than an entry may be (" + Integer.MAX_VALUE + ")");
         }
         return (int) charge;
     }

@@ -18,12 +18,14 @@ class CacheIndexTest {
     void theHashTableAgreesWithAMapThroughInsertsAndDeletesOfCollidingKeys(boolean longKeys) {
         // hashes from 64 values, so long probe runs form and deletions must shift them back
         IndexSegment s = new IndexSegment(Long.MAX_VALUE / 4, longKeys, 0, 0);
-        java.util.function.IntFunction<Object> keyOf = k -> longKeys ? (Object) (long) k : (Object) k;
+        // long keys: 64 groups of keys with one Long.hashCode each (an index of long keys hashes the key itself)
+        java.util.function.IntFunction<Object> keyOf = k -> longKeys ? (Object) ((long) (k / 64) << 32 | ((k / 64) ^ (k % 64))) : (Object) k;
+        java.util.function.IntUnaryOperator hashOf = k -> longKeys ? CacheIndex.hash((long) (Long) keyOf.apply(k)) : (k % 64) * 0x0101_0101;
         Map<Integer, Long> model = new HashMap<>();
         Random rnd = new Random(7);
         for (int op = 0; op < 200_000; op++) {
             int key = rnd.nextInt(3_000);
-            int hash = (key % 64) * 0x0101_0101;
+            int hash = hashOf.applyAsInt(key);
             IndexSegment.Removals out = new IndexSegment.Removals();
             if (rnd.nextInt(3) == 0) {
                 boolean had = model.remove(key) != null;
@@ -43,7 +45,7 @@ class CacheIndexTest {
             if (op % 10_000 == 0) {
                 for (int k = 0; k < 3_000; k++) {
                     long expected = model.getOrDefault(k, 0L);
-                    assertEquals(expected, s.lookup(keyOf.apply(k), (k % 64) * 0x0101_0101, 0), "key " + k + " at op " + op);
+                    assertEquals(expected, s.lookup(keyOf.apply(k), hashOf.applyAsInt(k), 0), "key " + k + " at op " + op);
                 }
             }
         }

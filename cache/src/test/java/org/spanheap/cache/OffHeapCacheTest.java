@@ -24,6 +24,19 @@ class OffHeapCacheTest {
     }
 
     @Test
+    void chargesAreRoundedAsTheIndexKeepsThemAndTheLargestValueFits() {
+        try (OffHeapCache<Long, byte[]> c = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
+                .capacity(1L << 40).build()) {
+            long big = c.charge(8, 100_000);
+            assertTrue(big >= 100_000 + 8 + OffHeapCache.ENTRY_OVERHEAD && big <= (100_000 + 4096 + 8 + OffHeapCache.ENTRY_OVERHEAD) * 257 / 256,
+                    "rounded up by at most 1/256: " + big);
+            assertEquals(big, EntryCharge.round(big), "a charge is what a code holds");
+            assertTrue(c.charge(52 + 1_000, OffHeapCache.MAX_VALUE_SIZE) <= Integer.MAX_VALUE,
+                    "the largest value's charge fits an int");
+        }
+    }
+
+    @Test
     void storesReadsAndRemovesWithEveryBuiltInSerializer() {
         try (OffHeapCache<String, byte[]> c = bytesCache(1 << 20)) {
             c.put("a", new byte[] {1, 2, 3});

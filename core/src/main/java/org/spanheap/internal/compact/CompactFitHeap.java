@@ -339,7 +339,7 @@ public final class CompactFitHeap {
             abandon(c, p, slot, index, size);
             throw e;
         }
-        table.publishLive(index, address, size, p, slot);
+        table.publishLive(index, address, size, p);
         return table.handleOf(index);
     }
 
@@ -429,7 +429,7 @@ public final class CompactFitHeap {
                 }
                 index = largeIndexHead;
                 largeIndexHead = table.link(index);
-                table.publishLive(index, address, size, null, (int) (mapped >>> 12));
+                table.publishLive(index, address, size, null); // its mapping: mappedSize(size)
                 largeAllocated++;
                 largeAllocatedBytes += size;
             } finally {
@@ -828,7 +828,7 @@ public final class CompactFitHeap {
             try {
                 for (; k < n && mvSrc[k].sizeClass == c; k++) {
                     Page src = mvSrc[k], dst = mvDst[k];
-                    if (table.publishMoved(mvIndex[k], dst.addressOf(mvDstSlot[k]), dst, mvDstSlot[k])) {
+                    if (table.publishMoved(mvIndex[k], dst.addressOf(mvDstSlot[k]), dst)) {
                         src.release(mvSrcSlot[k]);
                         moved += c.blockSize;
                         movedBlocks++;
@@ -879,11 +879,12 @@ public final class CompactFitHeap {
                 int next = table.link(i);
                 Page p = table.pageOf(i);
                 if (p == null) { // large: nobody can reach it any more; keep the mapping for reuse or unmap it
-                    long mapped = (long) table.slotOf(i) << 12;
+                    long size = HandleTable.size(table.stateAcquire(i)); // a kill keeps the size
+                    long mapped = OsMemory.mappedSize(size);
                     largeMapped.addAndGet(-mapped);
                     largeCache.give(table.address(i), mapped, largeCacheCap());
                     largeReleased++;
-                    largeReleasedBytes += HandleTable.size(table.stateAcquire(i)); // a kill keeps the size
+                    largeReleasedBytes += size;
                     bytes += mapped;
                     table.setLink(i, largeHead);
                     largeHead = i;
@@ -927,7 +928,7 @@ public final class CompactFitHeap {
                 for (int n = 0; n < RELEASE_HOLD && i != HandleTable.NO_INDEX; n++) {
                     int next = table.link(i);
                     Page p = table.pageOf(i);
-                    p.release(table.slotOf(i));
+                    p.release(p.slotOf(table.address(i)));
                     c.liveBlocks--;
                     c.released++;
                     long state = table.stateAcquire(i);
@@ -1128,7 +1129,7 @@ public final class CompactFitHeap {
                 if (dst == null) {
                     dst = newPage(c);
                 }
-                addMove(index, src, table.slotOf(index), dst, dst.take(index));
+                addMove(index, src, src.slotOf(table.address(index)), dst, dst.take(index));
             } finally {
                 c.lock.unlock();
             }
@@ -1264,7 +1265,7 @@ public final class CompactFitHeap {
 
     private void unmapIfLarge(int index) {
         if (table.pageOf(index) == null && table.address(index) != 0) {
-            long mapped = (long) table.slotOf(index) << 12;
+            long mapped = OsMemory.mappedSize(HandleTable.size(table.stateAcquire(index)));
             OsMemory.unmap(table.address(index), mapped);
             largeMapped.addAndGet(-mapped);
         }

@@ -37,7 +37,8 @@ import org.spanheap.StaleHandleException;
  * </pre>
  * and beside them, touched under the lock of the block's size class (or by
  * the compaction round, which holds that lock), the {@link Page} of the block
- * and its slot, and the link of the free and limbo lists.
+ * (its slot follows from the address: {@link Page#slotOf}) and the link of the
+ * free and limbo lists. Both are kept for a dead entry until its release.
  *
  * <h2>Memory orders</h2>
  * The state is the publication point: the address (and page, slot) are
@@ -72,14 +73,14 @@ final class HandleTable {
     private static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
 
     /**
-     * The cold half of a chunk: where each block is, and the list links. An
-     * entry's slot and link sit side by side ({@code slotLink[2i]} and
-     * {@code [2i + 1]}): the paths that free, release and reuse an index read
-     * both, and as two arrays they were two cache misses.
+     * The cold half of a chunk: each block's page (null for a large object),
+     * and the list links. No slot: it follows from the address and the page,
+     * which saves 4 bytes per handle (an entry of a cache of 100-byte values
+     * costs about 180 bytes in all).
      */
     static final class Chunk {
         final Page[] page = new Page[CHUNK];
-        final int[] slotLink = new int[CHUNK * 2];
+        final int[] link = new int[CHUNK];
     }
 
     private final long tag;
@@ -109,7 +110,7 @@ final class HandleTable {
         return (handle >>> TAG_SHIFT) == tag ? ((handle >>> 32) & MAX_GENERATION) << STATE_GEN_SHIFT | LIVE : NEVER;
     }
 
-    /** The hot words of all chunks (volatile read); with {@link #slotOf} a resolve needs nothing else. */
+    /** The hot words of all chunks (volatile read); a resolve needs nothing else. */
     long[][] words() {
         return words;
     }
@@ -171,31 +172,26 @@ final class HandleTable {
         return chunks[index >>> CHUNK_SHIFT].page[index & CHUNK_MASK];
     }
 
-    int slotOf(int index) {
-        return chunks[index >>> CHUNK_SHIFT].slotLink[(index & CHUNK_MASK) << 1];
-    }
-
     // ---- life cycle of an entry -----------------------------------------------
 
     /**
      * Publishes a new live object at {@code index} (taken from {@link #takeIndices}):
-     * address and place first, then the state with release.
+     * address and page first, then the state with release.
      */
-    void publishLive(int index, long address, long size, Page page, int slot) {
+    void publishLive(int index, long address, long size, Page page) {
         long[] w = words[index >>> CHUNK_SHIFT];
         Chunk c = chunks[index >>> CHUNK_SHIFT];
         int o = wordOf(index);
         long gen = w[o] & ~(LIVE | MOVING | SIZE_MASK); // the index is ours: no one else writes it now
         w[o + 1] = address;
         c.page[index & CHUNK_MASK] = page;
-        c.slotLink[(index & CHUNK_MASK) << 1] = slot;
-        LONGS.setRelease(w, o, gen | LIVE | size);     // address, page and slot before the state
+        LONGS.setRelease(w, o, gen | LIVE | size);     // address and page before the state
     }
 
     /**
      * Kills the entry of {@code handle}: bumps the generation and clears LIVE
      * (and MOVING) in one CAS, so that every later resolve throws. Size,
-     * address, page and slot stay for the deferred release. Returns the state before
+     * address and page stay for the deferred release. Returns the state before
      * the kill (its size bits are the object's size).
      *
      * @throws StaleHandleException if the handle names no live entry (double free included)
@@ -229,24 +225,26 @@ final class HandleTable {
     }
 
     /**
-     * Publishes the new place of a moved block and clears MOVING: address,
-     * page and slot first, then a CAS of the state. Returns false (and changes
-     * nothing that a reader uses) if the object was freed while it moved.
+     * Publishes the new place of a moved block and clears MOVING: address and
+     * page first, then a CAS of the state. Returns false (and leaves address
+     * and page as they were: the free's release reads them) if the object was
+     * freed while it moved. Called under the size class's lock, which the
+     * release of a dead entry takes too.
      */
-    boolean publishMoved(int index, long address, Page page, int slot) {
+    boolean publishMoved(int index, long address, Page page) {
         long[] w = words[index >>> CHUNK_SHIFT];
         int o = wordOf(index);
         long st = stateAcquire(w, o);
         if ((st & (LIVE | MOVING)) != (LIVE | MOVING)) {
             return false; // killed while moving: the free's limbo entry releases the old block
         }
+        long old = w[o + 1];
         w[o + 1] = address; // read only together with a LIVE state without MOVING, i.e. after the CAS
         if (!LONGS.compareAndSet(w, o, st, st & ~MOVING)) {
-            return false; // killed between the load and the CAS: the address is never read
+            w[o + 1] = old; // killed between the load and the CAS: the release finds the old slot by it
+            return false;
         }
-        Chunk c = chunks[index >>> CHUNK_SHIFT];
-        c.page[index & CHUNK_MASK] = page;
-        c.slotLink[(index & CHUNK_MASK) << 1] = slot;
+        chunks[index >>> CHUNK_SHIFT].page[index & CHUNK_MASK] = page;
         return true;
     }
 
@@ -254,11 +252,11 @@ final class HandleTable {
 
     /** Link of an index in whatever list holds it (free list, limbo, a size class's cache). */
     int link(int index) {
-        return chunks[index >>> CHUNK_SHIFT].slotLink[(index & CHUNK_MASK) << 1 | 1];
+        return chunks[index >>> CHUNK_SHIFT].link[index & CHUNK_MASK];
     }
 
     void setLink(int index, int next) {
-        chunks[index >>> CHUNK_SHIFT].slotLink[(index & CHUNK_MASK) << 1 | 1] = next;
+        chunks[index >>> CHUNK_SHIFT].link[index & CHUNK_MASK] = next;
     }
 
     /**
@@ -319,7 +317,7 @@ final class HandleTable {
         words = ws;  // volatile: publishes the initialised words to resolves
         for (int i = CHUNK - 1; i >= (n == 0 ? 1 : 0); i--) {
             int index = (n << CHUNK_SHIFT) | i;
-            c.slotLink[i << 1 | 1] = freeHead;
+            c.link[i] = freeHead;
             freeHead = index;
             freeCount++;
         }

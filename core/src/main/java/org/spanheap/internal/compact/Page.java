@@ -6,17 +6,20 @@ package org.spanheap.internal.compact;
  * all user data); touched only under its size class's lock.
  *
  * <p>{@code owner[slot]} is the handle index whose block sits in that slot,
- * or -1: Compact-fit stores the abstract address in the object so that a
- * block chosen for moving finds its A2C entry in O(1); we keep it beside the
- * page instead, so objects carry no header.
+ * or, for a free slot, a negative number that links the free slots: {@code
+ * -2 - next} ({@code -1}: the last). Compact-fit stores the abstract address
+ * in the object so that a block chosen for moving finds its A2C entry in O(1);
+ * we keep it beside the page instead, so objects carry no header. The free
+ * list threaded through it (instead of a second array, 4 bytes per block less)
+ * hands out the slot freed last, and slot 0 first on a new page.
  */
 final class Page {
 
     final long base;
     final SizeClassPages sizeClass;
     final int[] owner;
-    private final int[] freeSlots;
-    private int freeTop;
+    /** The first free slot, or -1. */
+    private int freeHead;
     int used;
     /** Position in the class's not-full list, or -1. */
     int notFullPos = -1;
@@ -32,12 +35,10 @@ final class Page {
         this.sizeClass = sizeClass;
         int n = sizeClass.blocksPerPage;
         this.owner = new int[n];
-        this.freeSlots = new int[n];
         for (int i = 0; i < n; i++) {
-            owner[i] = -1;
-            freeSlots[i] = n - 1 - i; // pop yields slot 0 first
+            owner[i] = i + 1 < n ? -2 - (i + 1) : -1; // slot 0 first, then in order
         }
-        this.freeTop = n;
+        this.freeHead = n > 0 ? 0 : -1;
     }
 
     boolean isFull() {
@@ -52,9 +53,15 @@ final class Page {
         return base + (long) slot * sizeClass.blockSize;
     }
 
-    /** Takes a free slot for handle index {@code index}. */
+    /** {@return the slot of the block at {@code address}} in this page */
+    int slotOf(long address) {
+        return (int) ((address - base) / sizeClass.blockSize);
+    }
+
+    /** Takes a free slot for handle index {@code index} (the page must not be full). */
     int take(int index) {
-        int slot = freeSlots[--freeTop];
+        int slot = freeHead;
+        freeHead = -2 - owner[slot];
         owner[slot] = index;
         used++;
         return slot;
@@ -64,8 +71,8 @@ final class Page {
         if (owner[slot] < 0) {
             throw new AssertionError("slot " + slot + " of page 0x" + Long.toHexString(base) + " already free");
         }
-        owner[slot] = -1;
-        freeSlots[freeTop++] = slot;
+        owner[slot] = -2 - freeHead;
+        freeHead = slot;
         used--;
     }
 }

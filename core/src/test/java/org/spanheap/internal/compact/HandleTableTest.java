@@ -17,8 +17,8 @@ class HandleTableTest {
         try {
             int ia = a.takeIndices(1), ib = b.takeIndices(1);
             assertEquals(ia, ib, "fresh tables hand out the same first index");
-            a.publishLive(ia, 0x1000, 24, null, 0);
-            b.publishLive(ib, 0x2000, 24, null, 0);
+            a.publishLive(ia, 0x1000, 24, null);
+            b.publishLive(ib, 0x2000, 24, null);
             long ha = a.handleOf(ia), hb = b.handleOf(ib);
             assertNotEquals(ha, hb);
             assertTrue(ha > 0 && hb > 0);
@@ -31,7 +31,7 @@ class HandleTableTest {
             a.giveIndices(ia);
             int again = a.takeIndices(1);
             assertEquals(ia, again, "the index comes back");
-            a.publishLive(again, 0x3000, 8, null, 0);
+            a.publishLive(again, 0x3000, 8, null);
             long h2 = a.handleOf(again);
             assertNotEquals(ha, h2, "with a new generation");
             assertThrows(StaleHandleException.class, () -> a.liveIndex(ha));
@@ -48,18 +48,19 @@ class HandleTableTest {
         try {
             int i = t.takeIndices(1);
             long big = 1L << 30; // once the MOVING bit, now an ordinary size
-            t.publishLive(i, 0x1000, big, null, 0);
+            t.publishLive(i, 0x1000, big, null);
             long h = t.handleOf(i);
             assertEquals(big, HandleTable.size(t.stateAcquire(i)));
             assertTrue(t.markMoving(i));
             assertFalse(t.markMoving(i), "already moving");
             assertEquals(i, t.liveIndex(h), "a moving object is live");
-            assertTrue(t.publishMoved(i, 0x9000, null, 0));
+            assertTrue(t.publishMoved(i, 0x9000, null));
             assertEquals(0x9000, t.address(i));
             assertEquals(big, HandleTable.size(t.stateAcquire(i)));
             assertTrue(t.markMoving(i));
             t.kill(h); // freed while moving: the move's publication must fail
-            assertFalse(t.publishMoved(i, 0xA000, null, 0));
+            assertFalse(t.publishMoved(i, 0xA000, null));
+            assertEquals(0x9000, t.address(i), "a failed move leaves the address: the release finds the old slot by it");
         } finally {
             t.close();
         }
@@ -73,7 +74,7 @@ class HandleTableTest {
             int i = first;
             long cycles = 0;
             while (i == first) {
-                t.publishLive(i, 0x1000, 16, null, 0);
+                t.publishLive(i, 0x1000, 16, null);
                 t.kill(t.handleOf(i));
                 t.giveIndices(i);
                 cycles++;
@@ -94,7 +95,7 @@ class HandleTableTest {
             int i = t.takeIndices(1);
             long cycles = 0;
             do {
-                t.publishLive(i, 0x1000, 16, null, 0);
+                t.publishLive(i, 0x1000, 16, null);
                 long h = t.handleOf(i);
                 t.kill(h);
                 assertThrows(StaleHandleException.class, () -> t.liveIndex(h));

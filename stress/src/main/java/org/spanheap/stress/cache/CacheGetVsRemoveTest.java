@@ -40,8 +40,7 @@ public class CacheGetVsRemoveTest {
 
     @Actor
     public void reader() {
-        Long v = CACHE.get(key, s -> CacheGetVsReplaceTest.version(key, s));
-        seen = v == null ? 0 : v;
+        seen = CacheGetVsReplaceTest.readVersion(CACHE, key);
     }
 
     @Actor

@@ -80,10 +80,15 @@ public class CacheGetVsReplaceTest {
         return s.get(ValueLayout.JAVA_LONG_UNALIGNED, 8) == key ? first : 98;
     }
 
+    /** {@return the version of {@code key}'s value in {@code cache}, read in place ({@link #version}), or 0 if absent} */
+    static long readVersion(OffHeapCache<Long, MemorySegment> cache, long key) {
+        Long v = cache.get(key, s -> version(key, s));
+        return v == null ? 0 : v;
+    }
+
     @Actor
     public void reader() {
-        Long v = CACHE.get(key, s -> version(key, s));
-        seen = v == null ? 0 : v;
+        seen = readVersion(CACHE, key);
         ran = true;
     }
 
@@ -98,8 +103,7 @@ public class CacheGetVsReplaceTest {
             return; // jcstress runs the arbiter alone once, to estimate the test's footprint
         }
         r.r1 = seen;
-        Long after = CACHE.get(key, s -> version(key, s));
-        r.r2 = after == null ? 0 : after;
+        r.r2 = readVersion(CACHE, key);
         CACHE.remove(key); // keeps the cache small: no eviction can touch another test's key
     }
 }

@@ -49,8 +49,7 @@ public class CacheLookupVsShiftTest {
 
     @Actor
     public void reader() {
-        Long v = CACHE.get(key, s -> CacheGetVsReplaceTest.version(key, s));
-        seen = v == null ? 0 : v;
+        seen = CacheGetVsReplaceTest.readVersion(CACHE, key);
     }
 
     @Actor

@@ -63,8 +63,7 @@ public class CompactorOrderingProbe {
 
     @Actor
     public void reader() {
-        Long v = CACHE.get(key, s -> CacheGetVsReplaceTest.version(key, s));
-        seen = v == null ? 0 : v;
+        seen = CacheGetVsReplaceTest.readVersion(CACHE, key);
         ran = true;
     }
 
@@ -92,9 +91,9 @@ public class CompactorOrderingProbe {
             Thread.onSpinWait();
         }
         r.r1 = progress;
-        Long after = CACHE.get(key, s -> CacheGetVsReplaceTest.version(key, s));
+        long after = CacheGetVsReplaceTest.readVersion(CACHE, key);
         AtomicLong replaced = REPLACED.remove(key);
-        r.r2 = (int) (10 * (after == null ? 0 : after) + (replaced == null ? 0 : replaced.get()));
+        r.r2 = (int) (10 * after + (replaced == null ? 0 : replaced.get()));
         r.r3 = (int) seen;
         CACHE.remove(key);
     }
