@@ -26,7 +26,7 @@ abstract class IndexKeys<K> {
      * (40 bytes), and in the index its reference and the word that keeps its
      * hash (12; an entry of a {@code long} key keeps the key in that word).
      */
-    static final int WRAPPER_BYTES = 52;
+    static final int OBJECT_KEY_BYTES = 52;
 
     /** {@return the Java heap bytes the index key takes, charged in the entry's weight} */
     abstract long chargedBytes(Object indexKey);
@@ -39,7 +39,7 @@ abstract class IndexKeys<K> {
     @SuppressWarnings("unchecked")
     static <K> IndexKeys<K> of(Serializer<K> serializer) {
         if (serializer == Serializers.utf8()) {
-            return (IndexKeys<K>) new Itself<>(s -> WRAPPER_BYTES + (long) ((String) s).length(), false);
+            return (IndexKeys<K>) new Itself<>(s -> OBJECT_KEY_BYTES + (long) ((String) s).length(), false);
         }
         if (serializer == Serializers.longs()) {
             return (IndexKeys<K>) new Itself<>(l -> 8, true); // kept as a long in the entry's words
@@ -106,7 +106,7 @@ abstract class IndexKeys<K> {
 
         @Override
         long chargedBytes(Object indexKey) {
-            return WRAPPER_BYTES + ((KeyBytes) indexKey).bytes.length;
+            return OBJECT_KEY_BYTES + ((KeyBytes) indexKey).bytes.length;
         }
     }
 
@@ -141,7 +141,7 @@ abstract class IndexKeys<K> {
 
         @Override
         long chargedBytes(Object indexKey) {
-            return WRAPPER_BYTES + ((KeyBytes) indexKey).bytes.length;
+            return OBJECT_KEY_BYTES + ((KeyBytes) indexKey).bytes.length;
         }
     }
 

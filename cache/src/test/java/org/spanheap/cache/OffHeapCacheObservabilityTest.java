@@ -32,7 +32,7 @@ class OffHeapCacheObservabilityTest {
             assertEquals(1L, server.getAttribute(name, "Misses"));
             assertEquals(0.5, (Double) server.getAttribute(name, "HitRatio"), 1e-9);
             assertEquals(1L, server.getAttribute(name, "Entries"));
-            assertEquals(c.charge(IndexKeys.WRAPPER_BYTES + 1, 100), server.getAttribute(name, "ChargedBytes"));
+            assertEquals(c.charge(IndexKeys.OBJECT_KEY_BYTES + 1, 100), server.getAttribute(name, "ChargedBytes"));
             assertEquals(100L, server.getAttribute(name, "LiveBytes"));
             assertEquals((long) (1 << 20), server.getAttribute(name, "CapacityBytes"));
             // a second cache cannot take the same name, and leaves nothing behind
