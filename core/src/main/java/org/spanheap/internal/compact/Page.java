@@ -53,7 +53,7 @@ final class Page {
         return base + (long) slot * sizeClass.blockSize;
     }
 
-    /** {@return the slot of the block at {@code address}} in this page */
+    /** {@return the slot in this page of the block at {@code address}} */
     int slotOf(long address) {
         return (int) ((address - base) / sizeClass.blockSize);
     }
