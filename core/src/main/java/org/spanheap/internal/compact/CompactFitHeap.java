@@ -132,7 +132,6 @@ public final class CompactFitHeap {
     private int moveCount;
     private int[] mvIndex = new int[64], mvSrcSlot = new int[64], mvDstSlot = new int[64];
     private Page[] mvSrc = new Page[64], mvDst = new Page[64];
-    private final int[] classHeads;
     private Compactor compactor;
     /** Set by {@code trim()} around its round, whose release the trim's own event reports. */
     private boolean trimming;
@@ -152,7 +151,7 @@ public final class CompactFitHeap {
         for (int i = 0; i < classes.length; i++) {
             classes[i] = new SizeClassPages(i, sizes.blockSize(i), pageSize);
         }
-        this.classHeads = new int[classes.length];
+        this.releasePiece = new ReleasePiece(classes.length);
         this.kappa = kappa;
         this.iota = iota;
         this.reclaimBatchBytes = reclaimBatchBytes;
@@ -865,50 +864,52 @@ public final class CompactFitHeap {
 
     /**
      * Releases the blocks and indices of a drained limbo list; returns their
-     * bytes. It goes in pieces of {@value #RELEASE_PIECE}, one lock hold per
-     * class in each: a piece's entries are sorted by class and released while
-     * their lines are still in the cache (a batch is up to 1/32 of the heap,
-     * tens of thousands of entries, whose second pass missed again).
+     * bytes. It goes in pieces of {@value ReleasePiece#CAPACITY} entries, each
+     * read into arrays and grouped by class first ({@link ReleasePiece}), then
+     * released class by class while their lines are still in the cache (a batch
+     * is up to 1/32 of the heap, tens of thousands of entries).
      */
     private long releaseLimbo(int head) {
         long bytes = 0;
+        ReleasePiece piece = releasePiece;
         for (int i = head; i != HandleTable.NO_INDEX;) {
-            Arrays.fill(classHeads, HandleTable.NO_INDEX);
-            int largeHead = HandleTable.NO_INDEX;
-            for (int n = 0; n < RELEASE_PIECE && i != HandleTable.NO_INDEX; n++) {
-                int next = table.link(i);
-                Page p = table.pageOf(i);
-                if (p == null) { // large: nobody can reach it any more; keep the mapping for reuse or unmap it
-                    long size = HandleTable.size(table.stateAcquire(i)); // a kill keeps the size
-                    long mapped = OsMemory.mappedSize(size);
-                    largeMapped.addAndGet(-mapped);
-                    largeCache.give(table.address(i), mapped, largeCacheCap());
-                    largeReleased++;
-                    largeReleasedBytes += size;
-                    bytes += mapped;
-                    table.setLink(i, largeHead);
-                    largeHead = i;
-                } else {
-                    int ci = p.sizeClass.index;
-                    table.setLink(i, classHeads[ci]);
-                    classHeads[ci] = i;
-                }
-                i = next;
-            }
+            i = piece.read(table, i);
             for (int ci = 0; ci < classes.length; ci++) {
-                if (classHeads[ci] != HandleTable.NO_INDEX) {
-                    bytes += releaseClassLimbo(classes[ci], classHeads[ci]);
+                if (piece.groupStart(ci) < piece.groupEnd(ci)) {
+                    bytes += releaseClassPiece(classes[ci], piece, ci);
                 }
             }
-            if (largeHead != HandleTable.NO_INDEX) {
-                table.giveIndices(largeHead); // large objects are rare: their indices go straight back
-            }
+            bytes += releaseLarge(piece, classes.length);
+            piece.clear();
         }
         return bytes;
     }
 
-    /** Limbo entries released per sorting by class (see {@link #releaseLimbo}). */
-    private static final int RELEASE_PIECE = 256;
+    /** Large objects: nobody can reach them any more; each mapping is kept for reuse or unmapped. */
+    private long releaseLarge(ReleasePiece piece, int group) {
+        long bytes = 0;
+        int largeHead = HandleTable.NO_INDEX;
+        for (int k = piece.groupStart(group); k < piece.groupEnd(group); k++) {
+            int pos = piece.at(k);
+            int i = piece.index(pos);
+            long size = HandleTable.size(piece.state(pos));
+            long mapped = OsMemory.mappedSize(size);
+            largeMapped.addAndGet(-mapped);
+            largeCache.give(piece.address(pos), mapped, largeCacheCap());
+            largeReleased++;
+            largeReleasedBytes += size;
+            bytes += mapped;
+            table.setLink(i, largeHead);
+            largeHead = i;
+        }
+        if (largeHead != HandleTable.NO_INDEX) {
+            table.giveIndices(largeHead); // large objects are rare: their indices go straight back
+        }
+        return bytes;
+    }
+
+    /** The round's scratch for {@link #releaseLimbo}. */
+    private final ReleasePiece releasePiece;
 
     /**
      * Entries released per hold of a class lock, so that an allocation waits for the
@@ -919,19 +920,22 @@ public final class CompactFitHeap {
      */
     private static final int RELEASE_HOLD = 32;
 
-    private long releaseClassLimbo(SizeClassPages c, int head) {
+    /** Releases the entries of {@code piece}'s group {@code ci}, all of class {@code c}. */
+    private long releaseClassPiece(SizeClassPages c, ReleasePiece piece, int ci) {
         long bytes = 0;
         int emptied = 0;
-        for (int i = head; i != HandleTable.NO_INDEX;) {
+        int end = piece.groupEnd(ci);
+        for (int k = piece.groupStart(ci); k < end;) {
             c.lock.lock();
             try {
-                for (int n = 0; n < RELEASE_HOLD && i != HandleTable.NO_INDEX; n++) {
-                    int next = table.link(i);
-                    Page p = table.pageOf(i);
-                    p.release(p.slotOf(table.address(i)));
+                for (int n = 0; n < RELEASE_HOLD && k < end; n++, k++) {
+                    int pos = piece.at(k);
+                    int i = piece.index(pos);
+                    Page p = piece.page(pos);
+                    long state = piece.state(pos);
+                    p.release(p.slotOf(piece.address(pos)));
                     c.liveBlocks--;
                     c.released++;
-                    long state = table.stateAcquire(i);
                     c.releasedBytes += HandleTable.size(state); // a kill keeps the size
                     if (p.used == 0) {
                         c.removePage(p);
@@ -947,9 +951,8 @@ public final class CompactFitHeap {
                         c.indexCount++;
                     }
                     bytes += c.blockSize;
-                    i = next;
                 }
-                if (i == HandleTable.NO_INDEX && c.indexCount > c.indexCacheCap()) {
+                if (k == end && c.indexCount > c.indexCacheCap()) {
                     giveBackIndices(c);
                 }
             } finally {

@@ -1,0 +1,114 @@
+package org.spanheap.internal.compact;
+
+import java.util.Arrays;
+
+/**
+ * Up to {@value #CAPACITY} entries of a drained limbo list, read into arrays
+ * and grouped by size class before any class lock is taken. Round thread only.
+ *
+ * <p>Why arrays: the limbo is a list linked through the handle table, so its
+ * walk is a chain of dependent loads, a cache miss each. An entry's page,
+ * address and state do not depend on the walk, so reading them in the same
+ * loop lets the processor overlap their misses with the chain's instead of
+ * paying them one after the other later, under the class lock. Large objects
+ * (no page) are grouped after the last class.
+ */
+final class ReleasePiece {
+
+    static final int CAPACITY = 256;
+
+    private final int[] index = new int[CAPACITY];
+    private final Page[] page = new Page[CAPACITY];
+    private final long[] address = new long[CAPACITY];
+    private final long[] state = new long[CAPACITY];
+    /** Positions in the arrays above, grouped by class: group c is {@code [start[c], start[c + 1])}. */
+    private final int[] byClass = new int[CAPACITY];
+    private final int[] start;
+    private int count;
+
+    /** @param classes the heap's number of size classes (large objects make one group more) */
+    ReleasePiece(int classes) {
+        this.start = new int[classes + 2];
+    }
+
+    /**
+     * Reads the entries from {@code head} on, at most {@link #CAPACITY}, and
+     * groups them; {@return the entry after the last one read, or NO_INDEX}
+     */
+    int read(HandleTable table, int head) {
+        int n = 0;
+        int i = head;
+        for (; n < CAPACITY && i != HandleTable.NO_INDEX; n++) {
+            index[n] = i;
+            page[n] = table.pageOf(i);
+            address[n] = table.address(i);
+            state[n] = table.stateAcquire(i); // a kill keeps the size
+            i = table.link(i);
+        }
+        count = n;
+        group();
+        return i;
+    }
+
+    /** Counting sort of the positions by class (large last): O(n + classes), stable. */
+    private void group() {
+        int large = start.length - 2;
+        Arrays.fill(start, 0);
+        for (int k = 0; k < count; k++) {
+            start[groupOf(k, large) + 1]++;
+        }
+        for (int c = 1; c < start.length; c++) {
+            start[c] += start[c - 1];
+        }
+        // start[c] is now the end of group c - 1: fill each group from its start, then shift back
+        for (int k = 0; k < count; k++) {
+            byClass[start[groupOf(k, large)]++] = k;
+        }
+        for (int c = start.length - 1; c > 0; c--) {
+            start[c] = start[c - 1];
+        }
+        start[0] = 0;
+    }
+
+    private int groupOf(int k, int large) {
+        Page p = page[k];
+        return p == null ? large : p.sizeClass.index;
+    }
+
+    /** {@return the first position in {@link #byClass} of group {@code c}} The last group is the large objects. */
+    int groupStart(int c) {
+        return start[c];
+    }
+
+    /** {@return the end (exclusive) of group {@code c}} */
+    int groupEnd(int c) {
+        return start[c + 1];
+    }
+
+    /** {@return the array position of the {@code k}-th entry in class order} */
+    int at(int k) {
+        return byClass[k];
+    }
+
+    int index(int pos) {
+        return index[pos];
+    }
+
+    Page page(int pos) {
+        return page[pos];
+    }
+
+    long address(int pos) {
+        return address[pos];
+    }
+
+    long state(int pos) {
+        return state[pos];
+    }
+
+    /** Drops the page references, so that released pages are not kept reachable from here. */
+    void clear() {
+        Arrays.fill(page, 0, count, null);
+        count = 0;
+    }
+}

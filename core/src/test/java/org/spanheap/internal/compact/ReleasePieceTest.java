@@ -1,0 +1,102 @@
+package org.spanheap.internal.compact;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+class ReleasePieceTest {
+
+    private static final int CLASSES = 3;
+
+    /** A limbo list of {@code n} killed entries in random classes (or large), linked as free() links them. */
+    private static int limbo(HandleTable t, Page[] pages, int n, List<Integer> order, SplittableRandom r) {
+        int head = HandleTable.NO_INDEX;
+        for (int k = 0; k < n; k++) {
+            int i = t.takeIndices(1);
+            int g = r.nextInt(CLASSES + 1); // CLASSES: large, no page
+            Page p = g < CLASSES ? pages[g] : null;
+            t.publishLive(i, 0x10_0000L * (g + 1) + 16L * k, 8 + k, p);
+            t.kill(t.handleOf(i));
+            t.setLink(i, head);
+            head = i;
+            order.add(0, i); // the list runs from the last pushed
+        }
+        return head;
+    }
+
+    @Test
+    void readsAPieceAndGroupsItByClassKeepingTheListOrder() {
+        HandleTable t = new HandleTable();
+        try {
+            SplittableRandom r = new SplittableRandom(7);
+            Page[] pages = new Page[CLASSES];
+            for (int c = 0; c < CLASSES; c++) {
+                pages[c] = new Page(0x100_0000L * (c + 1), new SizeClassPages(c, 16 << c, 64 * 1024));
+            }
+            List<Integer> order = new ArrayList<>();
+            int n = ReleasePiece.CAPACITY + 40;
+            int head = limbo(t, pages, n, order, r);
+
+            ReleasePiece piece = new ReleasePiece(CLASSES);
+            int next = piece.read(t, head);
+            assertEquals(order.get(ReleasePiece.CAPACITY), next, "stops after a full piece, at the next entry");
+            int seen = checkGroups(t, piece, pages, order.subList(0, ReleasePiece.CAPACITY));
+            assertEquals(ReleasePiece.CAPACITY, seen);
+
+            piece.clear();
+            assertEquals(HandleTable.NO_INDEX, piece.read(t, next), "the rest fits one piece");
+            assertEquals(40, checkGroups(t, piece, pages, order.subList(ReleasePiece.CAPACITY, n)));
+        } finally {
+            t.close();
+        }
+    }
+
+    /** Checks every group against the list: its class, the entries' words, list order within a group. */
+    private static int checkGroups(HandleTable t, ReleasePiece piece, Page[] pages, List<Integer> list) {
+        int total = 0;
+        for (int g = 0; g <= CLASSES; g++) {
+            List<Integer> expected = new ArrayList<>();
+            for (int i : list) {
+                Page p = t.pageOf(i);
+                if (g < CLASSES ? p == pages[g] : p == null) {
+                    expected.add(i);
+                }
+            }
+            List<Integer> got = new ArrayList<>();
+            for (int k = piece.groupStart(g); k < piece.groupEnd(g); k++) {
+                int pos = piece.at(k);
+                int i = piece.index(pos);
+                got.add(i);
+                if (g < CLASSES) {
+                    assertSame(pages[g], piece.page(pos));
+                } else {
+                    assertNull(piece.page(pos));
+                }
+                assertEquals(t.address(i), piece.address(pos));
+                assertEquals(t.stateAcquire(i), piece.state(pos));
+            }
+            assertEquals(expected, got, "group " + g);
+            total += got.size();
+        }
+        return total;
+    }
+
+    @Test
+    void anEmptyListGivesEmptyGroups() {
+        HandleTable t = new HandleTable();
+        try {
+            ReleasePiece piece = new ReleasePiece(CLASSES);
+            assertEquals(HandleTable.NO_INDEX, piece.read(t, HandleTable.NO_INDEX));
+            for (int g = 0; g <= CLASSES; g++) {
+                assertEquals(piece.groupStart(g), piece.groupEnd(g));
+            }
+        } finally {
+            t.close();
+        }
+    }
+}
