@@ -60,7 +60,8 @@ final class ReleasePiece {
         for (int c = 1; c < start.length; c++) {
             start[c] += start[c - 1];
         }
-        // start[c] is now the end of group c - 1: fill each group from its start, then shift back
+        // start[c] is now where group c begins; filling moves it to where the group ends, which is
+        // where group c + 1 begins: shift back by one group after
         for (int k = 0; k < count; k++) {
             byClass[start[groupOf(k, large)]++] = k;
         }
