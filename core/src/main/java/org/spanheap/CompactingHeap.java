@@ -56,7 +56,8 @@ import org.spanheap.internal.compact.CompactFitHeap;
  * changes run in <em>rounds</em>, on a background thread of the heap (one per
  * heap, stopped by {@link #close()}): a round reclaims every object freed
  * before it and moves at most iota bytes of live objects to bring each size
- * class back to at most kappa not-full pages, all behind one handshake. The
+ * class back to at most kappa not-full pages (per {@linkplain
+ * Builder#allocationLanes(int) allocation lane}), all behind one handshake. The
  * thread runs a round when {@linkplain Builder#reclaimBatchBytes(long) a batch}
  * of freed bytes is waiting, and every few milliseconds while any is. With
  * {@code reclaimBatchBytes(0)} there is no thread: every free reclaims and
@@ -67,8 +68,8 @@ import org.spanheap.internal.compact.CompactFitHeap;
  * @implNote {@link #segment}, {@link #read}, {@link #write}, {@link #size}:
  * lock-free, O(1) (two volatile loads, one acquire load, one slice); they wait
  * only while the object itself is being moved (at most one round).
- * {@link #allocate(long)}: the lock of the object's size class for a few
- * field updates, then the zeroing or copy without it; large objects add a
+ * {@link #allocate(long)}: the lock of a lane of the object's size class
+ * (the thread's own, or another that is free) for a few field updates, then the zeroing or copy without it; large objects add a
  * {@code mmap}. {@link #free}: lock-free, two CASes and an atomic add; no
  * handshake unless the background thread has fallen far behind.
  */
@@ -91,7 +92,8 @@ public final class CompactingHeap implements AutoCloseable {
     }
 
     /**
-     * {@return a builder with the defaults} The defaults: kappa 2, iota 256 KiB,
+     * {@return a builder with the defaults} The defaults: kappa 2, one
+     * allocation lane per processor (at most 4), iota 256 KiB,
      * 64 KiB pages, reclaim batch 1 MiB, pages from a span heap of its own,
      * background compaction on.
      */
@@ -321,8 +323,8 @@ public final class CompactingHeap implements AutoCloseable {
     }
 
     /**
-     * Compacts now: reclaims freed memory and moves objects until every size
-     * class has at most one not-full page, in rounds of at most iota bytes;
+     * Compacts now: reclaims freed memory and moves objects until every
+     * allocation lane of every size class has at most one not-full page, in rounds of at most iota bytes;
      * emptied pages go back to the OS. Works also when kappa is infinite, which
      * turns off only the automatic compaction. Pages that other threads' frees
      * make not-full while the call runs are left to the next call (or to the
@@ -430,6 +432,11 @@ public final class CompactingHeap implements AutoCloseable {
         return core.kappa();
     }
 
+    /** {@return the allocation lanes of each size class (see {@link Builder#allocationLanes(int)})} */
+    public int allocationLanes() {
+        return core.allocationLanes();
+    }
+
     /** {@return the compaction increment in bytes} */
     public long iota() {
         return core.iota();
@@ -489,6 +496,7 @@ public final class CompactingHeap implements AutoCloseable {
     /** Builder of {@link CompactingHeap}s. */
     public static final class Builder {
         private int kappa = 2;
+        private int lanes = Math.min(4, Runtime.getRuntime().availableProcessors());
         private long iota = 256 * 1024;
         private long pageSize = 64 * 1024;
         private long reclaimBatchBytes = 1024 * 1024;
@@ -514,6 +522,29 @@ public final class CompactingHeap implements AutoCloseable {
                 throw new IllegalArgumentException("kappa must be >= 1: " + kappa);
             }
             this.kappa = kappa;
+            return this;
+        }
+
+        /**
+         * Sets the allocation lanes of each size class whose page holds at
+         * least 64 blocks (up to 1 KiB blocks with 64 KiB pages; larger
+         * classes keep one lane): lanes have pages and a lock of their own,
+         * so threads allocating in one class at once need not wait for each
+         * other (a thread takes its own lane, or another that is free). Each
+         * lane keeps kappa on its own, so such a class may have up to
+         * {@code lanes * kappa} not-full pages. The default is the number of
+         * processors, at most 4; 1 gives one lock and the paper's bound per
+         * class.
+         *
+         * @param lanes lanes per size class, 1 to 64
+         * @return this builder
+         * @throws IllegalArgumentException if {@code lanes} is not within 1 to 64
+         */
+        public Builder allocationLanes(int lanes) {
+            if (lanes < 1 || lanes > 64) {
+                throw new IllegalArgumentException("allocation lanes must be 1 to 64: " + lanes);
+            }
+            this.lanes = lanes;
             return this;
         }
 
@@ -644,16 +675,16 @@ public final class CompactingHeap implements AutoCloseable {
          */
         public CompactingHeap build() {
             if (mapped) {
-                return new CompactingHeap(CompactFitHeap.overMappedPages(pageSize, kappa, iota, reclaimBatchBytes,
-                        compactionIntervalNanos, background));
+                return new CompactingHeap(CompactFitHeap.overMappedPages(pageSize, lanes, kappa, iota,
+                        reclaimBatchBytes, compactionIntervalNanos, background));
             }
             if (spanHeap != null) {
-                return new CompactingHeap(CompactFitHeap.overSpanHeap(spanHeap.impl(), null, pageSize, kappa, iota,
+                return new CompactingHeap(CompactFitHeap.overSpanHeap(spanHeap.impl(), null, pageSize, lanes, kappa, iota,
                         reclaimBatchBytes, compactionIntervalNanos, background));
             }
             SpanHeap own = SpanHeap.create();
             try {
-                return new CompactingHeap(CompactFitHeap.overSpanHeap(own.impl(), own, pageSize, kappa, iota,
+                return new CompactingHeap(CompactFitHeap.overSpanHeap(own.impl(), own, pageSize, lanes, kappa, iota,
                         reclaimBatchBytes, compactionIntervalNanos, background));
             } catch (RuntimeException | Error e) {
                 own.close();

@@ -14,7 +14,8 @@ package org.spanheap;
  * @param pages pages the heap holds
  * @param largeObjects live objects too large for a size class, mapped one by one
  * @param largeBytes bytes mapped for large objects (live or not yet reclaimed)
- * @param notFullPages not-full pages per size class (at most kappa after
+ * @param notFullPages not-full pages per size class, summed over its
+ *        allocation lanes (at most kappa per lane after
  *        every operation when frees reclaim at once, and after every
  *        compaction round otherwise)
  * @param sizeClassFragmentationBytes free bytes in not-full pages

@@ -137,6 +137,8 @@ public class CacheChurnBenchmark {
         COMPACTING,
         /** As {@code COMPACTING} with kappa infinite: only the periodic {@code compact()} moves objects. */
         COMPACTING_NO_KAPPA,
+        /** As {@code COMPACTING} with one allocation lane per size class: one lock per class, as in the paper. */
+        COMPACTING_ONE_LANE,
         SPANHEAP,
         MALLOC_FFM,
         JEMALLOC_FFM,
@@ -156,6 +158,7 @@ public class CacheChurnBenchmark {
                 case COMPACTING -> new CompactingStore(CompactingHeap.create());
                 case COMPACTING_NO_KAPPA -> new CompactingStore(
                         CompactingHeap.builder().kappa(CompactingHeap.KAPPA_INFINITE).build());
+                case COMPACTING_ONE_LANE -> new CompactingStore(CompactingHeap.builder().allocationLanes(1).build());
                 case SPANHEAP -> new SpanHeapStore((SpanHeapPeer) Allocator.SPANHEAP.open());
                 case MALLOC_FFM -> new NativeStore(Allocator.MALLOC_FFM.open(),
                         ChurnTarget.GlibcMallinfo::committedBytes);

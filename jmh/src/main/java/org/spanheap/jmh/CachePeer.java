@@ -44,7 +44,8 @@ public interface CachePeer extends AutoCloseable {
          * {@code nokappa} (no compaction), {@code slow}/{@code fast}/{@code eager} (compaction passes every
          * 1 s / 10 ms / at once),
          * {@code batch256k} (reclaim batches of 256 KiB), {@code iota1m} (1 MiB per compaction round),
-         * {@code spanpages} (pages from a span heap instead of the cache's default, one mapping each).
+         * {@code spanpages} (pages from a span heap instead of the cache's default, one mapping each),
+         * {@code kappa<n>} and {@code lanes<n>} (the heap's kappa and allocation lanes).
          */
         SPANHEAP,
         /** OHC 0.7.4 (linked implementation, its default LRU eviction); bound is OHC's own entry accounting. */
@@ -99,6 +100,14 @@ public interface CachePeer extends AutoCloseable {
             }
             if (tweak.contains("nokappa")) {
                 heap.kappa(org.spanheap.CompactingHeap.KAPPA_INFINITE);
+            }
+            java.util.regex.Matcher kappa = java.util.regex.Pattern.compile("kappa(\\d+)").matcher(tweak);
+            if (kappa.find()) {
+                heap.kappa(Integer.parseInt(kappa.group(1)));
+            }
+            java.util.regex.Matcher lanes = java.util.regex.Pattern.compile("lanes(\\d+)").matcher(tweak);
+            if (lanes.find()) {
+                heap.allocationLanes(Integer.parseInt(lanes.group(1)));
             }
             if (tweak.contains("slow")) {
                 heap.compactionInterval(java.time.Duration.ofSeconds(1));

@@ -5,7 +5,7 @@ import java.lang.invoke.VarHandle;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The lock of one size class: a test-and-test-and-set spin lock that yields
+ * The lock of one size class's allocation lane: a test-and-test-and-set spin lock that yields
  * the core after a short spin. Its critical sections are a few dozen field
  * updates (taking a slot and an index, re-filing a page), far shorter than a
  * park and unpark: with {@code ReentrantLock}, a collision of two threads in
@@ -43,6 +43,11 @@ final class ClassLock {
         if (!STATE.compareAndSet(this, 0, 1)) {
             lockSlow();
         }
+    }
+
+    /** {@return whether the lock was free and is now held} Reads before the CAS: a held lock's line stays shared. */
+    boolean tryLock() {
+        return (int) STATE.getOpaque(this) == 0 && STATE.compareAndSet(this, 0, 1);
     }
 
     private void lockSlow() {

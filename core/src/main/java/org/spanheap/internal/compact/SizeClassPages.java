@@ -3,7 +3,8 @@ package org.spanheap.internal.compact;
 import java.util.Arrays;
 
 /**
- * The pages of one Compact-fit size class, with the lock that guards them:
+ * The pages of one lane of a Compact-fit size class (one lane per class unless
+ * the heap has more: see {@code CompactFitHeap#classes}), with the lock that guards them:
  * the list of all pages, the list of not-full pages (the quantity that the
  * partial compaction bound kappa limits), the class's cache of free handle
  * indices, and counters. Everything here is touched only under {@link #lock}
@@ -17,7 +18,10 @@ final class SizeClassPages {
     /** The least {@link #indexCacheCap()}. */
     static final int INDEX_CACHE_MIN = 1024;
 
+    /** Position among the heap's lanes: class number times lanes per class, plus the lane. */
     final int index;
+    /** The size class this lane belongs to. */
+    final int sizeClass;
     final int blockSize;
     final int blocksPerPage;
     final ClassLock lock = new ClassLock();
@@ -33,8 +37,9 @@ final class SizeClassPages {
     int indexHead = HandleTable.NO_INDEX;
     int indexCount;
 
-    SizeClassPages(int index, int blockSize, long pageSize) {
+    SizeClassPages(int index, int sizeClass, int blockSize, long pageSize) {
         this.index = index;
+        this.sizeClass = sizeClass;
         this.blockSize = blockSize;
         this.blocksPerPage = (int) (pageSize / blockSize);
     }

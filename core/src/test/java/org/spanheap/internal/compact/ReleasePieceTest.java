@@ -36,7 +36,7 @@ class ReleasePieceTest {
             SplittableRandom r = new SplittableRandom(7);
             Page[] pages = new Page[CLASSES];
             for (int c = 0; c < CLASSES; c++) {
-                pages[c] = new Page(0x100_0000L * (c + 1), new SizeClassPages(c, 16 << c, 64 * 1024));
+                pages[c] = new Page(0x100_0000L * (c + 1), new SizeClassPages(c, c, 16 << c, 64 * 1024));
             }
             List<Integer> order = new ArrayList<>();
             int n = ReleasePiece.CAPACITY + 40;
