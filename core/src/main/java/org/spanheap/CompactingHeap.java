@@ -69,9 +69,10 @@ import org.spanheap.internal.compact.CompactFitHeap;
  * lock-free, O(1) (two volatile loads, one acquire load, one slice); they wait
  * only while the object itself is being moved (at most one round).
  * {@link #allocate(long)}: the lock of a lane of the object's size class
- * (the thread's own, or another that is free) for a few field updates, then the zeroing or copy without it; large objects add a
- * {@code mmap}. {@link #free}: lock-free, two CASes and an atomic add; no
- * handshake unless the background thread has fallen far behind.
+ * (the thread's own, or another that is free) for a few field updates, then
+ * the zeroing or copy without it; large objects add a {@code mmap}.
+ * {@link #free}: lock-free, two CASes and an atomic add; no handshake unless
+ * the background thread has fallen far behind.
  */
 public final class CompactingHeap implements AutoCloseable {
 
@@ -324,8 +325,8 @@ public final class CompactingHeap implements AutoCloseable {
 
     /**
      * Compacts now: reclaims freed memory and moves objects until every
-     * allocation lane of every size class has at most one not-full page, in rounds of at most iota bytes;
-     * emptied pages go back to the OS. Works also when kappa is infinite, which
+     * allocation lane of every size class has at most one not-full page, in
+     * rounds of at most iota bytes; emptied pages go back to the OS. Works also when kappa is infinite, which
      * turns off only the automatic compaction. Pages that other threads' frees
      * make not-full while the call runs are left to the next call (or to the
      * background rounds), so the call ends under any churn: on a quiescent heap
@@ -679,8 +680,8 @@ public final class CompactingHeap implements AutoCloseable {
                         reclaimBatchBytes, compactionIntervalNanos, background));
             }
             if (spanHeap != null) {
-                return new CompactingHeap(CompactFitHeap.overSpanHeap(spanHeap.impl(), null, pageSize, lanes, kappa, iota,
-                        reclaimBatchBytes, compactionIntervalNanos, background));
+                return new CompactingHeap(CompactFitHeap.overSpanHeap(spanHeap.impl(), null, pageSize, lanes, kappa,
+                        iota, reclaimBatchBytes, compactionIntervalNanos, background));
             }
             SpanHeap own = SpanHeap.create();
             try {

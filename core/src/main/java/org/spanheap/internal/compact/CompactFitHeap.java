@@ -151,8 +151,8 @@ public final class CompactFitHeap {
     private volatile long movedBytes, movedBlocks, increments, epochsClosed;
     private volatile long maxIncrementNanos, totalIncrementNanos, maxCloseNanos;
 
-    private CompactFitHeap(PageReserve source, int lanes, int kappa, long iota, long reclaimBatchBytes, long passIntervalNanos,
-            boolean background) {
+    private CompactFitHeap(PageReserve source, int lanes, int kappa, long iota, long reclaimBatchBytes,
+            long passIntervalNanos, boolean background) {
         this.passIntervalNanos = passIntervalNanos;
         this.minSourceAgeNanos = background ? passIntervalNanos : 0; // kappa after every free: no waiting
         this.source = source;
