@@ -606,8 +606,11 @@ public final class CompactingHeap implements AutoCloseable {
          * or at once when more than a tenth of the page bytes hold no object; and
          * a pass empties only pages that have been not-full for at least this
          * long: under churn, the objects left in a page with fresh holes tend to
-         * die soon as well, and moving them is wasted work. So kappa holds, after
-         * each pass, for the pages not-full longer than the interval. Zero
+         * die soon as well, and moving them is wasted work. Nor does a pass empty
+         * a page more than two thirds used: that moves the most bytes per page
+         * freed, and allocation fills such a page's holes soon. So kappa holds,
+         * after each pass, for the pages not-full longer than the interval and
+         * at most two thirds used; {@link CompactingHeap#compact()} takes any. Zero
          * compacts every page at once: the least memory, the most copying
          * (measured in docs/compacting-heap.md: on a cache churn, committed/live
          * median 1.15 against 1.30, at 0.6 times the throughput).

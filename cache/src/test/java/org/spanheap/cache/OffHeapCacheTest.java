@@ -24,6 +24,14 @@ class OffHeapCacheTest {
     }
 
     @Test
+    void theDefaultHeapIsANewBuilderAtTheCachesPace() {
+        OffHeapCache.defaultHeap().iota(4096); // changing one builder leaves the next alone
+        try (org.spanheap.CompactingHeap heap = OffHeapCache.defaultHeap().build()) {
+            assertEquals(1 << 20, heap.iota());
+        }
+    }
+
+    @Test
     void chargesAreRoundedAsTheIndexKeepsThemAndTheLargestValueFits() {
         try (OffHeapCache<Long, byte[]> c = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
                 .capacity(1L << 40).build()) {

@@ -95,7 +95,7 @@ public final class Demo {
                 .capacity(bytes).build()) {
             results.add(w.run("compacting", cache, System.out));
         }
-        CompactingHeap.Builder noCompaction = CompactingHeap.builder().mappedPages() // as the cache's default
+        CompactingHeap.Builder noCompaction = OffHeapCache.defaultHeap()
                 .kappa(CompactingHeap.KAPPA_INFINITE).backgroundCompaction(false);
         try (OffHeapCache<Long, byte[]> cache = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
                 .capacity(bytes).heap(noCompaction).build()) {

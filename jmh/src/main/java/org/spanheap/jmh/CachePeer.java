@@ -45,7 +45,10 @@ public interface CachePeer extends AutoCloseable {
          * 1 s / 10 ms / at once),
          * {@code batch256k} (reclaim batches of 256 KiB), {@code iota1m} (1 MiB per compaction round),
          * {@code spanpages} (pages from a span heap instead of the cache's default, one mapping each),
-         * {@code kappa<n>} and {@code lanes<n>} (the heap's kappa and allocation lanes).
+         * {@code kappa<n>} and {@code lanes<n>} (the heap's kappa and allocation lanes), {@code heappace}
+         * (the heap's own pace, passes every 100 ms with 256 KiB rounds, instead of
+         * {@link OffHeapCache#defaultHeap()}'s 10 ms and 1 MiB), {@code trace} (the heap's live, committed and
+         * moved MiB every second, on stderr).
          */
         SPANHEAP,
         /** OHC 0.7.4 (linked implementation, its default LRU eviction); bound is OHC's own entry accounting. */
@@ -93,8 +96,11 @@ public interface CachePeer extends AutoCloseable {
         private final OffHeapCache<Long, byte[]> cache;
 
         Spanheap(long capacity) {
-            org.spanheap.CompactingHeap.Builder heap = org.spanheap.CompactingHeap.builder().mappedPages();
+            org.spanheap.CompactingHeap.Builder heap = OffHeapCache.defaultHeap();
             String tweak = System.getProperty("bench.heap", "");
+            if (tweak.contains("heappace")) { // the heap's own defaults, before the cache's
+                heap.compactionInterval(java.time.Duration.ofMillis(100)).iota(256 << 10);
+            }
             if (tweak.contains("nobg")) {
                 heap.backgroundCompaction(false);
             }
@@ -128,6 +134,31 @@ public interface CachePeer extends AutoCloseable {
                 heap.iota(1 << 20);
             }
             cache = OffHeapCache.builder(Serializers.longs(), Serializers.bytes()).capacity(capacity).heap(heap).build();
+            if (tweak.contains("trace")) {
+                traceEverySecond();
+            }
+        }
+
+        /** Prints the heap's live and committed MiB and the MiB it moved, every second, to stderr. */
+        private void traceEverySecond() {
+            Thread t = new Thread(() -> {
+                long t0 = System.nanoTime();
+                long lastMoved = 0;
+                try {
+                    while (true) {
+                        Thread.sleep(1000);
+                        org.spanheap.cache.CacheStats s = cache.stats();
+                        System.err.printf(java.util.Locale.ROOT, "trace %.1f s: live %d MiB, committed %d MiB,"
+                                        + " moved %d MiB/s%n", (System.nanoTime() - t0) / 1e9, s.liveBytes() >> 20,
+                                s.committedBytes() >> 20, (s.movedBytes() - lastMoved) >> 20);
+                        lastMoved = s.movedBytes();
+                    }
+                } catch (InterruptedException | IllegalStateException e) {
+                    // the cache closed: the run is over
+                }
+            }, "cache-trace");
+            t.setDaemon(true);
+            t.start();
         }
 
         @Override

@@ -6,11 +6,11 @@ import java.util.Arrays;
  * Up to {@value #CAPACITY} entries of a drained limbo list, read into arrays
  * and grouped by size class before any class lock is taken. Round thread only.
  *
- * <p>Why arrays: the limbo is a list linked through the handle table, so its
- * walk is a chain of dependent loads, a cache miss each. An entry's page,
- * address and state do not depend on the walk, so reading them in the same
- * loop lets the processor overlap their misses with the chain's instead of
- * paying them one after the other later, under the class lock. Large objects
+ * <p>Why arrays: the limbo's stripes are lists linked through the handle
+ * table, so each walk is a chain of dependent loads, a cache miss each. An
+ * entry's page, address and state do not depend on the walk, so reading them
+ * in the same loop lets the processor overlap their misses with the chains'
+ * instead of paying them one after the other later, under the class lock. Large objects
  * (no page) are grouped after the last class.
  */
 final class ReleasePiece {
@@ -32,22 +32,31 @@ final class ReleasePiece {
     }
 
     /**
-     * Reads the entries from {@code head} on, at most {@link #CAPACITY}, and
-     * groups them; {@return the entry after the last one read, or NO_INDEX}
+     * Reads at most {@link #CAPACITY} entries from the chains whose next
+     * entries are {@code cursors}, one step of each chain in turn (their
+     * misses are independent, so the processor overlaps them), and groups
+     * them. Moves each cursor past what was read (NO_INDEX at a chain's end).
      */
-    int read(HandleTable table, int head) {
+    void read(HandleTable table, int[] cursors) {
         int n = 0;
-        int i = head;
-        for (; n < CAPACITY && i != HandleTable.NO_INDEX; n++) {
-            index[n] = i;
-            page[n] = table.pageOf(i);
-            address[n] = table.address(i);
-            state[n] = table.stateAcquire(i); // a kill keeps the size
-            i = table.link(i);
+        for (boolean more = true; more && n < CAPACITY;) {
+            more = false;
+            for (int c = 0; c < cursors.length && n < CAPACITY; c++) {
+                int i = cursors[c];
+                if (i == HandleTable.NO_INDEX) {
+                    continue;
+                }
+                index[n] = i;
+                page[n] = table.pageOf(i);
+                address[n] = table.address(i);
+                state[n] = table.stateAcquire(i); // a kill keeps the size
+                n++;
+                cursors[c] = i = table.link(i);
+                more |= i != HandleTable.NO_INDEX;
+            }
         }
         count = n;
         group();
-        return i;
     }
 
     /** Counting sort of the positions by class (large last): O(n + classes), stable. */

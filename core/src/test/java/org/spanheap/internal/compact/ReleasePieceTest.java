@@ -29,27 +29,35 @@ class ReleasePieceTest {
         return head;
     }
 
+    /** One page of each test class. */
+    private static Page[] pages() {
+        Page[] pages = new Page[CLASSES];
+        for (int c = 0; c < CLASSES; c++) {
+            pages[c] = new Page(0x100_0000L * (c + 1), new SizeClassPages(c, c, 16 << c, 64 * 1024));
+        }
+        return pages;
+    }
+
     @Test
     void readsAPieceAndGroupsItByClassKeepingTheListOrder() {
         HandleTable t = new HandleTable();
         try {
             SplittableRandom r = new SplittableRandom(7);
-            Page[] pages = new Page[CLASSES];
-            for (int c = 0; c < CLASSES; c++) {
-                pages[c] = new Page(0x100_0000L * (c + 1), new SizeClassPages(c, c, 16 << c, 64 * 1024));
-            }
+            Page[] pages = pages();
             List<Integer> order = new ArrayList<>();
             int n = ReleasePiece.CAPACITY + 40;
             int head = limbo(t, pages, n, order, r);
 
             ReleasePiece piece = new ReleasePiece(CLASSES);
-            int next = piece.read(t, head);
-            assertEquals(order.get(ReleasePiece.CAPACITY), next, "stops after a full piece, at the next entry");
+            int[] cursor = {head};
+            piece.read(t, cursor);
+            assertEquals(order.get(ReleasePiece.CAPACITY), cursor[0], "stops after a full piece, at the next entry");
             int seen = checkGroups(t, piece, pages, order.subList(0, ReleasePiece.CAPACITY));
             assertEquals(ReleasePiece.CAPACITY, seen);
 
             piece.clear();
-            assertEquals(HandleTable.NO_INDEX, piece.read(t, next), "the rest fits one piece");
+            piece.read(t, cursor);
+            assertEquals(HandleTable.NO_INDEX, cursor[0], "the rest fits one piece");
             assertEquals(40, checkGroups(t, piece, pages, order.subList(ReleasePiece.CAPACITY, n)));
         } finally {
             t.close();
@@ -87,11 +95,51 @@ class ReleasePieceTest {
     }
 
     @Test
+    void walksSeveralChainsOneStepEachInTurn() {
+        HandleTable t = new HandleTable();
+        try {
+            SplittableRandom r = new SplittableRandom(11);
+            Page[] pages = pages();
+            int[] lengths = {300, 0, 5, 120};
+            List<List<Integer>> chains = new ArrayList<>();
+            int[] cursors = new int[lengths.length];
+            for (int c = 0; c < lengths.length; c++) {
+                List<Integer> order = new ArrayList<>();
+                cursors[c] = limbo(t, pages, lengths[c], order, r);
+                chains.add(order);
+            }
+            List<Integer> interleaved = new ArrayList<>(); // one step of each chain in turn
+            for (int step = 0; interleaved.size() < 425; step++) {
+                for (List<Integer> chain : chains) {
+                    if (step < chain.size()) {
+                        interleaved.add(chain.get(step));
+                    }
+                }
+            }
+            ReleasePiece piece = new ReleasePiece(CLASSES);
+            piece.read(t, cursors);
+            assertEquals(ReleasePiece.CAPACITY,
+                    checkGroups(t, piece, pages, interleaved.subList(0, ReleasePiece.CAPACITY)));
+            piece.clear();
+            piece.read(t, cursors);
+            assertEquals(425 - ReleasePiece.CAPACITY,
+                    checkGroups(t, piece, pages, interleaved.subList(ReleasePiece.CAPACITY, 425)));
+            for (int c : cursors) {
+                assertEquals(HandleTable.NO_INDEX, c, "every chain walked to its end");
+            }
+        } finally {
+            t.close();
+        }
+    }
+
+    @Test
     void anEmptyListGivesEmptyGroups() {
         HandleTable t = new HandleTable();
         try {
             ReleasePiece piece = new ReleasePiece(CLASSES);
-            assertEquals(HandleTable.NO_INDEX, piece.read(t, HandleTable.NO_INDEX));
+            int[] cursors = {HandleTable.NO_INDEX, HandleTable.NO_INDEX};
+            piece.read(t, cursors);
+            assertEquals(HandleTable.NO_INDEX, cursors[0]);
             for (int g = 0; g <= CLASSES; g++) {
                 assertEquals(piece.groupStart(g), piece.groupEnd(g));
             }

@@ -1,0 +1,98 @@
+package org.spanheap.internal.compact;
+
+import java.util.concurrent.atomic.AtomicLongArray;
+
+/**
+ * The limbo: killed indices waiting for an epoch change. {@value #STRIPES}
+ * Treiber stacks linked through the handle table; a free pushes on the stripe
+ * of its thread, a round takes every stripe whole (no pop of one entry, so no
+ * ABA). Each stripe is one word:
+ * <pre>
+ *   63                       32 31                        0
+ *  +----------------------------+---------------------------+
+ *  | 16-byte units freed in it  | index of the top entry    |
+ *  | (saturating; the trigger)  | (0: empty)                |
+ *  +----------------------------+---------------------------+
+ * </pre>
+ *
+ * <p>Why stripes: with one word, every free of every thread and the round's
+ * drain bounced one cache line, and the round's walk was a single chain of
+ * dependent misses. With a stripe per thread (by thread id) two freeing
+ * threads rarely share a line, and the round walks the stripes' chains side
+ * by side ({@link ReleasePiece#read}), so their misses overlap.
+ *
+ * <p>Memory order, per stripe: a push writes its entry's link plainly, then
+ * CASes the word (volatile), which publishes the link; a drain's getAndSet
+ * (volatile) reads the word after every push it sees, so the links of the
+ * chain it took are visible to it. Stripes are independent: a round drains
+ * them one after the other, all before its epoch change, so every entry a
+ * round drains was killed before that change, as with one word.
+ */
+final class Limbo {
+
+    static final int STRIPES = 4;
+    /** Words apart of two stripes: 64 bytes, a cache line each. */
+    private static final int SPACING = 8;
+    private static final long MAX_UNITS = 0xFFFF_FFFFL;
+
+    private final HandleTable table;
+    private final AtomicLongArray words = new AtomicLongArray(STRIPES * SPACING);
+
+    Limbo(HandleTable table) {
+        this.table = table;
+    }
+
+    /**
+     * Pushes the killed {@code index} of an object of {@code size} bytes on the
+     * calling thread's stripe; {@return an estimate of the 16-byte units in the
+     * whole limbo: this stripe's times the number of stripes} (one load more
+     * than the push would be a miss per free on the other stripes' lines).
+     */
+    long push(int index, long size) {
+        return push((int) (Thread.currentThread().threadId() & (STRIPES - 1)), index, size);
+    }
+
+    /** {@link #push(int, long)} on stripe {@code stripe} (tests make two threads share one). */
+    long push(int stripe, int index, long size) {
+        int at = stripe * SPACING;
+        long units = Math.max((size + 15) >>> 4, 1);
+        for (;;) {
+            long head = words.get(at);
+            table.setLink(index, (int) head); // plain: published by the CAS below (volatile)
+            long pending = Math.min((head >>> 32) + units, MAX_UNITS);
+            if (words.compareAndSet(at, head, pending << 32 | index)) {
+                return pending * STRIPES;
+            }
+        }
+    }
+
+    /** {@return the 16-byte units in the limbo} (volatile reads of every stripe: a hint under concurrent frees) */
+    long pendingUnits() {
+        long units = 0;
+        for (int s = 0; s < STRIPES; s++) {
+            units += words.get(s * SPACING) >>> 32;
+        }
+        return units;
+    }
+
+    boolean isEmpty() {
+        for (int s = 0; s < STRIPES; s++) {
+            if (words.get(s * SPACING) != 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Takes every stripe whole: {@code heads[s]} is the top of stripe s's chain ({@link HandleTable#NO_INDEX} if empty). */
+    void drain(int[] heads) {
+        for (int s = 0; s < STRIPES; s++) {
+            heads[s] = (int) words.getAndSet(s * SPACING, 0);
+        }
+    }
+
+    /** {@return the top of stripe {@code s}'s chain without taking it} (caller keeps rounds out) */
+    int peek(int s) {
+        return (int) words.get(s * SPACING);
+    }
+}
