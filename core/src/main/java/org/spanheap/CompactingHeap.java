@@ -72,7 +72,10 @@ import org.spanheap.internal.compact.CompactFitHeap;
  * (the thread's own, or another that is free) for a few field updates, then
  * the zeroing or copy without it; large objects add a {@code mmap}.
  * {@link #free}: lock-free, two CASes and an atomic add; no handshake unless
- * the background thread has fallen far behind.
+ * the background thread has fallen behind (two batches of freed bytes wait):
+ * then the freeing thread waits for the round in progress and runs one itself
+ * if that was not enough. This bounds the memory waiting for reuse when
+ * threads outnumber cores and epoch changes come slowly.
  */
 public final class CompactingHeap implements AutoCloseable {
 
@@ -171,6 +174,9 @@ public final class CompactingHeap implements AutoCloseable {
     /**
      * Frees the object named by {@code handle}. Its memory becomes reusable
      * after the next epoch change; accesses already running may finish on it.
+     * If two {@linkplain Builder#reclaimBatchBytes(long) batches} of freed bytes
+     * are already waiting, the call waits for the round in progress (and runs
+     * one if needed) before it returns.
      *
      * @param handle the object's handle
      * @throws StaleHandleException if the handle names no live object (double free included)

@@ -48,6 +48,8 @@ import org.spanheap.CompactingHeap;
  */
 public final class CompactPauseBenchmark {
 
+    private static final String ROUND_EVENT = "org.spanheap.CompactionRound";
+
     private CompactPauseBenchmark() {
     }
 
@@ -170,7 +172,7 @@ public final class CompactPauseBenchmark {
         Path jfr = Files.createTempFile("spanheap-pauses", ".jfr");
         try (CompactingHeap heap = builder.build(); Arena arena = Arena.ofShared();
                 Recording recording = new Recording()) {
-            recording.enable("org.spanheap.CompactionRound").withThreshold(Duration.ZERO);
+            recording.enable(ROUND_EVENT).withThreshold(Duration.ZERO);
             MemorySegment source = arena.allocate(1 << 20);
             SplittableRandom init = new SplittableRandom(1);
             for (long i = 0; i < source.byteSize(); i += 8) {
@@ -258,6 +260,9 @@ public final class CompactPauseBenchmark {
             Histogram rounds = new Histogram();
             Histogram closes = new Histogram();
             for (RecordedEvent e : RecordingFile.readAllEvents(jfr)) {
+                if (!e.getEventType().getName().equals(ROUND_EVENT)) {
+                    continue; // the recording also holds the JDK's own bookkeeping events
+                }
                 rounds.record(e.getDuration().toNanos());
                 closes.record(e.getLong("epochCloseNanos"));
             }
