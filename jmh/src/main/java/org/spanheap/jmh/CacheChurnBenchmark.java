@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
@@ -108,6 +109,8 @@ import org.spanheap.SpanHeap;
  *     -cp jmh/target/benchmarks.jar org.spanheap.jmh.CacheChurnBenchmark \
  *     --store COMPACTING --seconds 60 --threads 2 --keys 16384
  * </pre>
+ * With {@code -Dbench.heap=trace} the {@code COMPACTING} store also prints its heap's figures with
+ * every sample (see {@link #TRACE}).
  */
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
@@ -463,7 +466,15 @@ public class CacheChurnBenchmark {
 
         @Override
         public long committedBytes() {
-            return heap.stats().committedBytes();
+            CompactingHeapStats s = heap.stats();
+            if (TRACE) {
+                System.err.printf(Locale.ROOT, "    heap: live %.1f blocks %.1f committed %.1f (pages %d, large %.1f)"
+                        + " holes %.1f pending %.1f MiB, not-full pages per class %s%n", mib(s.liveBytes()),
+                        mib(s.blockBytes()), mib(s.committedBytes()), s.pages(), mib(s.largeBytes()),
+                        mib(s.sizeClassFragmentationBytes()), mib(s.pendingReclaimBytes()),
+                        Arrays.toString(s.notFullPages()));
+            }
+            return s.committedBytes();
         }
 
         @Override
@@ -631,6 +642,13 @@ public class CacheChurnBenchmark {
 
     /** Keeps the memory mode's reads from being optimised away. */
     static volatile long sink;
+
+    /**
+     * {@code -Dbench.heap=trace}: the memory mode prints the compacting heap's {@code stats()}
+     * with every sample (live, block, committed and large bytes, pages, holes, limbo, not-full
+     * pages per class), to split committed/live into its parts (docs/compacting-heap.md, "Stop 28").
+     */
+    static final boolean TRACE = "trace".equals(System.getProperty("bench.heap"));
 
     /**
      * Memory mode: the churn on one store for {@code --seconds} with {@code --threads} threads,
