@@ -23,7 +23,7 @@ class CompactingHeapFreeBackpressureTest {
     private static final int OBJECTS = 16 << 10; // 16 MiB: the heap's batch stays BATCH (committed / 32 is less)
 
     @Test
-    void aSingleFreeingThreadNeverLeavesTwoBatchesWaiting() throws InterruptedException {
+    void aSingleFreeingThreadNeverLeavesTwoBatchesWaiting() {
         AtomicBoolean stop = new AtomicBoolean();
         List<Thread> busy = new ArrayList<>();
         try (CompactingHeap heap = CompactingHeap.builder().reclaimBatchBytes(BATCH).build()) {
@@ -62,9 +62,29 @@ class CompactingHeapFreeBackpressureTest {
             }
         } finally {
             stop.set(true);
-            for (Thread b : busy) {
-                b.join();
+            joinAll(busy);
+        }
+    }
+
+    /**
+     * Waits for the busy threads even if this thread is interrupted, and keeps the interrupt:
+     * a join that threw here would replace the test's own outcome (in one CI run the surefire
+     * fork's test thread arrived interrupted, from outside this test and the heap).
+     */
+    private static void joinAll(List<Thread> threads) {
+        boolean interrupted = false;
+        for (Thread t : threads) {
+            for (;;) {
+                try {
+                    t.join();
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
             }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
         }
     }
 
