@@ -202,6 +202,13 @@ public final class CompactingHeap implements AutoCloseable {
      * until the current epoch closes; after that every access through it throws
      * {@link IllegalStateException} and the caller must resolve again.
      *
+     * <p>On JDK 25 an access that the epoch's close stops midway also leaves the
+     * thread's interrupt status set (JDK-8306324; fixed in the JDK's main line in
+     * July 2025). {@link #read}, {@link #write}, {@link #getLong}, {@link #setLong}
+     * and the allocation methods clear it again when it was clear before the
+     * access; code that accesses this segment itself and retries on
+     * {@code IllegalStateException} should do the same.
+     *
      * @param handle the object's handle
      * @throws StaleHandleException if the handle names no live object
      * @throws IllegalStateException if the heap is closed
@@ -222,21 +229,23 @@ public final class CompactingHeap implements AutoCloseable {
      * @throws IllegalStateException if the heap is closed, or {@code reader} threw it on its own
      */
     public <R> R read(long handle, Function<? super MemorySegment, ? extends R> reader) {
+        boolean interrupted = Thread.currentThread().isInterrupted(); // see retryOrThrow
         MemorySegment s = segment(handle);
         try {
             return reader.apply(s);
         } catch (IllegalStateException e) {
-            return readAgain(handle, reader, s, e); // out of line: keeps the fast path small enough to inline
+            // out of line: keeps the fast path small enough to inline
+            return readAgain(handle, reader, s, e, interrupted);
         }
     }
 
     private <R> R readAgain(long handle, Function<? super MemorySegment, ? extends R> reader, MemorySegment s,
-            IllegalStateException e) {
+            IllegalStateException e, boolean interrupted) {
         CompactingHeap outer = RERUNNING.get();
         RERUNNING.set(this);
         try {
             for (;;) {
-                retryOrThrow(s, e);
+                retryOrThrow(s, e, interrupted);
                 s = segment(handle);
                 try {
                     return reader.apply(s);
@@ -261,6 +270,7 @@ public final class CompactingHeap implements AutoCloseable {
      * @throws IllegalStateException if the heap is closed, or {@code writer} threw it on its own
      */
     public void write(long handle, Consumer<? super MemorySegment> writer) {
+        boolean interrupted = Thread.currentThread().isInterrupted();
         MemorySegment s = segment(handle);
         try {
             writer.accept(s);
@@ -268,7 +278,7 @@ public final class CompactingHeap implements AutoCloseable {
             readAgain(handle, seg -> {
                 writer.accept(seg);
                 return null;
-            }, s, e);
+            }, s, e, interrupted);
         }
     }
 
@@ -282,11 +292,12 @@ public final class CompactingHeap implements AutoCloseable {
      * @throws IllegalStateException if the heap is closed
      */
     public long getLong(long handle, long offset) {
+        boolean interrupted = Thread.currentThread().isInterrupted();
         MemorySegment s = segment(handle);
         try {
             return s.get(ValueLayout.JAVA_LONG_UNALIGNED, offset);
         } catch (IllegalStateException e) {
-            return readAgain(handle, seg -> seg.get(ValueLayout.JAVA_LONG_UNALIGNED, offset), s, e);
+            return readAgain(handle, seg -> seg.get(ValueLayout.JAVA_LONG_UNALIGNED, offset), s, e, interrupted);
         }
     }
 
@@ -301,6 +312,7 @@ public final class CompactingHeap implements AutoCloseable {
      * @throws IllegalStateException if the heap is closed
      */
     public void setLong(long handle, long offset, long value) {
+        boolean interrupted = Thread.currentThread().isInterrupted();
         MemorySegment s = segment(handle);
         try {
             s.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, value);
@@ -308,13 +320,29 @@ public final class CompactingHeap implements AutoCloseable {
             readAgain(handle, seg -> {
                 seg.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, value);
                 return null;
-            }, s, e);
+            }, s, e, interrupted);
         }
     }
 
-    private void retryOrThrow(MemorySegment s, IllegalStateException e) {
+    /**
+     * After an access through {@code s} threw {@code e}: rethrows it if it was not the
+     * epoch's close, else returns so that the caller resolves again.
+     *
+     * <p>{@code interrupted}: the thread's interrupt status before the access. On JDK 25
+     * the close of a shared arena stops a thread that is inside an access to it with an
+     * asynchronous exception, and that leaves the thread's interrupt status set
+     * (JDK-8306324; fixed in the JDK's main line in July 2025): a thread nobody
+     * interrupted would find its next {@code sleep} or {@code take} throwing
+     * {@code InterruptedException}. So an access that the epoch's close stopped clears
+     * the status if it was clear before. The price: an interrupt from another thread
+     * that arrives during that very access is cleared with it.
+     */
+    private void retryOrThrow(MemorySegment s, IllegalStateException e, boolean interrupted) {
         if (s.scope().isAlive()) {
             throw e; // not ours: the user's function failed on its own
+        }
+        if (!interrupted) {
+            Thread.interrupted(); // the close's asynchronous exception set it (see above)
         }
         if (core.isClosed()) {
             throw new IllegalStateException("compacting heap is closed", e);

@@ -371,6 +371,7 @@ public final class CompactFitHeap {
      * retry (so an initialiser may run twice).
      */
     private void fill(long address, long size, MemorySegment contents, Consumer<? super MemorySegment> init) {
+        boolean interrupted = Thread.currentThread().isInterrupted();
         for (;;) {
             MemorySegment block = universe.asSlice(address, size);
             try {
@@ -385,6 +386,9 @@ public final class CompactFitHeap {
             } catch (IllegalStateException e) {
                 if (block.scope().isAlive() || (contents != null && !contents.scope().isAlive())) {
                     throw e; // not the epoch: the caller's own segment is closed or confined elsewhere
+                }
+                if (!interrupted) {
+                    Thread.interrupted(); // the epoch's close set it on JDK 25 (CompactingHeap.retryOrThrow)
                 }
                 checkOpen();
             }
