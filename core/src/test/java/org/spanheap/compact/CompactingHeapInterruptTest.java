@@ -30,20 +30,20 @@ class CompactingHeapInterruptTest {
 
     @Test
     void accessesThatAnEpochChangeStopsLeaveNoInterrupt() throws Exception {
-        AtomicLong spurious = new AtomicLong();
-        long ops = churn(false, spurious);
-        assertTrue(ops > 0);
-        assertEquals(0, spurious.get(), "operations after which a thread nobody interrupted was interrupted (of "
-                + ops + ")");
+        assertStatusKept(false, "a thread nobody interrupted was interrupted");
     }
 
     @Test
     void anInterruptFromBeforeTheAccessStays() throws Exception {
-        AtomicLong lost = new AtomicLong();
-        long ops = churn(true, lost);
+        assertStatusKept(true, "an interrupted thread was no longer interrupted");
+    }
+
+    /** Runs {@link #churn} and asserts that no operation changed the workers' interrupt status. */
+    private static void assertStatusKept(boolean interruptSelf, String what) throws Exception {
+        AtomicLong wrong = new AtomicLong();
+        long ops = churn(interruptSelf, wrong);
         assertTrue(ops > 0);
-        assertEquals(0, lost.get(), "operations after which an interrupted thread was no longer interrupted (of "
-                + ops + ")");
+        assertEquals(0, wrong.get(), "operations after which " + what + " (of " + ops + ")");
     }
 
     /**
