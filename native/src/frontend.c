@@ -232,7 +232,7 @@ SH_NOINLINE void *sh_lab_alloc_slow(sh_heap *h, sh_lab *lab, unsigned cls, bool 
     sh_span *s = lab->hot[cls];
     if (s != &sh_no_span) {
         for (;;) {
-            if (sh_span_collect(s, lab) || sh_span_extend(h, s))
+            if (sh_span_collect(s, lab, cls) || sh_span_extend(h, s, &lab->local[cls]))
                 return sh_lab_alloc(h, lab, cls, mark);
             if (sh_span_retire(h, lab, s))
                 break;
@@ -247,8 +247,8 @@ SH_NOINLINE void *sh_lab_alloc_slow(sh_heap *h, sh_lab *lab, unsigned cls, bool 
     }
     lab->hot[cls] = s;
     /* a new span, or a reusable one whose free blocks are all unbumped */
-    if (!s->local_free)
-        (void)sh_span_extend(h, s);
+    if (!lab->local[cls])
+        (void)sh_span_extend(h, s, &lab->local[cls]);
     return sh_lab_alloc(h, lab, cls, mark);
 }
 

@@ -14,8 +14,8 @@
 #include "heap_types.h"
 
 /* lab->hot[cls] when the LAB has no hot span for cls: an immutable,
- * all-zero header (no local list, bump 0 >= blk_count 0), so the fast path
- * needs no NULL check and falls into the slow path. */
+ * all-zero header that no block belongs to (bump 0 >= blk_count 0), so the
+ * paths that compare or read it need no NULL check. */
 extern SH_HIDDEN sh_span sh_no_span;
 
 typedef struct sh_tls_entry {
@@ -58,17 +58,16 @@ static inline void sh_word1_set(void *b, uint64_t v)
     ((uint64_t *)b)[1] = v;
 }
 
-/* Fast path: pop the hot span's local free list (its blocks are
- * free-marked). mark: leave the block free-marked (batch to the Java
+/* Fast path: pop the hot span's local free list, kept in the LAB (its
+ * blocks are free-marked). mark: leave the block free-marked (batch to the Java
  * caches) or clear the mark. Every miss (including "no hot span", see
  * sh_no_span) is a tail call to sh_lab_alloc_slow, so this stays a leaf. */
 static inline void *sh_lab_alloc(sh_heap *h, sh_lab *lab, unsigned cls, bool mark)
 {
-    sh_span *s = lab->hot[cls]; /* never NULL, see sh_no_span */
-    void *b = s->local_free;
+    void *b = lab->local[cls];
     if (SH_UNLIKELY(b == NULL))
         return sh_lab_alloc_slow(h, lab, cls, mark);
-    s->local_free = *(void **)b;
+    lab->local[cls] = *(void **)b;
     sh_word1_set(b, mark ? (h->free_key ^ (uint64_t)(uintptr_t)b) : 0);
     sh_count(&lab->allocs[cls], 1);
     return b;
@@ -82,8 +81,8 @@ void sh_lab_free_switch(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls, void 
 static inline void sh_lab_free(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls, void *b)
 {
     if (SH_LIKELY(lab->hot[cls] == s)) {
-        *(void **)b = s->local_free; /* owner-private list, no atomics */
-        s->local_free = b;
+        *(void **)b = lab->local[cls]; /* owner-private list, no atomics */
+        lab->local[cls] = b;
         return;
     }
     sh_pending *pd = &lab->pend[cls];

@@ -424,8 +424,8 @@ SH_API int sh_free_batch(sh_heap *h, void *const *blocks, int n)
         sh_count(&lab->frees[cls], 1);
         if (lab->hot[cls] == s) {
             /* local free into our own hot span */
-            *(void **)p = s->local_free;
-            s->local_free = p;
+            *(void **)p = lab->local[cls];
+            lab->local[cls] = p;
             continue;
         }
         unsigned j = 0;

@@ -2,8 +2,9 @@
  * span.c — the span header, its free lists and its state transitions.
  *
  * A span in the frontend holds one size class. Its free blocks are in the
- * owner's private local free list (only while HOT; it also holds the chunk
- * of never-used blocks that sh_span_extend moved there), the never-used
+ * owner's private local free list (only while HOT; kept in the LAB,
+ * lab->local[cls]; it also holds the chunk of never-used blocks that
+ * sh_span_extend moved there), the never-used
  * bump region [bump, block_count), the shared free list in the anchor word
  * (see span_header.h for its layout), or a freeing thread's deferred chain
  * (frontend.c; not yet counted in the anchor). Every state change
@@ -119,7 +120,6 @@ void sh_span_init(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls)
         atomic_fetch_sub_explicit(&h->advised, (int64_t)s->advised, AO_RELAXED);
         s->advised = 0;
     }
-    s->local_free = NULL;
     s->rl_prev = s->rl_next = NULL;
     /* relaxed: the span is exclusively ours; other threads only learn of it
      * through blocks we hand out, which the user publishes */
@@ -310,9 +310,9 @@ void sh_span_free_chain(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls, void *
     }
 }
 
-/* Owner, HOT span with an empty local list: take the shared list whole.
- * Returns false if it was empty. */
-bool sh_span_collect(sh_span *s, sh_lab *lab)
+/* Owner, HOT span of class cls with an empty local list: take the shared
+ * list whole into lab->local[cls]. Returns false if it was empty. */
+bool sh_span_collect(sh_span *s, sh_lab *lab, unsigned cls)
 {
     /* relaxed: the CAS re-validates */
     uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
@@ -321,7 +321,7 @@ bool sh_span_collect(sh_span *s, sh_lab *lab)
         if (atomic_compare_exchange_weak_explicit(&s->anchor, &a,
                                                   sh_a_make(SH_ST_HOT, lab->idx, 0, 0),
                                                   memory_order_acquire, AO_RELAXED)) {
-            s->local_free = sh_block_at(s, sh_a_head(a));
+            lab->local[cls] = sh_block_at(s, sh_a_head(a));
             return true;
         }
     }
@@ -330,12 +330,12 @@ bool sh_span_collect(sh_span *s, sh_lab *lab)
 
 /* Owner, HOT span with an empty local list: hands the next chunk of the
  * never-used region (about SH_EXTEND_BYTES, at least one block) to the
- * local list, each block free-marked, and advances bump past it. Bump is
+ * local list (*local, the LAB's slot for the class), each block free-marked, and advances bump past it. Bump is
  * thus written once per chunk, not per allocation, and line 0 (which
  * every free reads) stays clean; a bad free of a block of the chunk that
  * was not handed out yet is a double free (it carries the mark). Returns
  * false if the region is used up. */
-bool sh_span_extend(sh_heap *h, sh_span *s)
+bool sh_span_extend(sh_heap *h, sh_span *s, void **local)
 {
     /* relaxed: we are the HOT owner, the only writer of bump; the geometry
      * is fixed while the span holds its class */
@@ -358,7 +358,7 @@ bool sh_span_extend(sh_heap *h, sh_span *s)
     }
     ((uint64_t *)last)[0] = 0; /* extend runs on an empty local list */
     ((uint64_t *)last)[1] = key ^ (uint64_t)(uintptr_t)last;
-    s->local_free = first;
+    *local = first;
     /* relaxed: validators of a handed-out block were ordered after this by
      * the hand-out; the marks make the rest of the chunk read as free */
     atomic_store_explicit(&s->bump, i + k, AO_RELAXED);
@@ -387,7 +387,7 @@ bool sh_span_retire(sh_heap *h, sh_lab *lab, sh_span *s)
 void sh_span_detach(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls)
 {
     const sh_class_desc *c = &sh_classes[cls];
-    void *first = s->local_free, *last = NULL;
+    void *first = lab->local[cls], *last = NULL;
     uint32_t nlocal = 0;
     for (void *b = first; b; b = *(void **)b) {
         last = b;
@@ -395,7 +395,7 @@ void sh_span_detach(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls)
     }
     /* relaxed: we are the HOT owner, the only writer of bump */
     uint32_t extra = nlocal + (c->block_count - atomic_load_explicit(&s->bump, AO_RELAXED));
-    s->local_free = NULL;
+    lab->local[cls] = NULL;
     /* relaxed: the CAS re-validates */
     uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
     for (;;) {
@@ -435,7 +435,7 @@ sh_span *sh_span_take_reusable(sh_heap *h, sh_lab *lab, unsigned cls)
                                                       memory_order_acquire, AO_RELAXED)) {
                 rset_remove(lab, cls, s);
                 pthread_mutex_unlock(&lab->lock);
-                s->local_free = sh_block_at(s, sh_a_head(a));
+                lab->local[cls] = sh_block_at(s, sh_a_head(a));
                 stat_move(&h->n_reusable, &h->n_hot);
                 return s;
             }

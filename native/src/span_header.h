@@ -17,9 +17,9 @@
  * page holding it is never madvised, so stale readers can always read it).
  * Line 0 holds the stable prefix read by Java and read-mostly fields that
  * every free validates against; line 1 the anchor written by remote
- * frees; line 2 the links; line 3 the owner's local free list, written by
- * every local allocation and free. So the owner's fast path and remote
- * frees do not false-share. */
+ * frees; line 2 the links. The owner's local free list, written by every
+ * local allocation and free, is not here but in its LAB (heap_types.h):
+ * headers sit 2 MiB apart and so share the L1's and L2's cache sets. */
 
 /* Anchor word (one 64-bit CAS covers the remote free list and the state):
  *
@@ -88,16 +88,12 @@ typedef struct sh_span {
     _Atomic uint64_t pool_next;   /* Treiber link; read by racing pops      */
     struct sh_span *rl_prev;      /* reusable set; owning LAB's lock        */
     struct sh_span *rl_next;
-    char pad2[64 - 24];
-    /* line 3: owner-private, written by every local allocation and free */
-    void *local_free;             /* owner-private while HOT                */
 } sh_span;
 
 _Static_assert(sizeof(sh_span) <= SH_HEADER_SIZE, "span header too big");
 _Static_assert(offsetof(sh_span, size_class) == 4, "stable header layout");
 _Static_assert(offsetof(sh_span, anchor) == 64, "anchor on its own line");
 _Static_assert(offsetof(sh_span, blk_recip) == 40, "geometry on line 0");
-_Static_assert(offsetof(sh_span, local_free) == 192, "owner list on its own line");
 
 static inline sh_span *sh_span_of(const void *p)
 {
