@@ -60,8 +60,9 @@ static inline void sh_word1_set(void *b, uint64_t v)
 
 /* Fast path: pop the hot span's local free list, kept in the LAB (its
  * blocks are free-marked). mark: leave the block free-marked (batch to the Java
- * caches) or clear the mark. Every miss (including "no hot span", see
- * sh_no_span) is a tail call to sh_lab_alloc_slow, so this stays a leaf. */
+ * caches) or clear the mark. Every miss (an empty list, which is also
+ * what a class without a hot span has) is a tail call to
+ * sh_lab_alloc_slow, so this stays a leaf. */
 static inline void *sh_lab_alloc(sh_heap *h, sh_lab *lab, unsigned cls, bool mark)
 {
     void *b = lab->local[cls];

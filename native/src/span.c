@@ -330,8 +330,9 @@ bool sh_span_collect(sh_span *s, sh_lab *lab, unsigned cls)
 
 /* Owner, HOT span with an empty local list: hands the next chunk of the
  * never-used region (about SH_EXTEND_BYTES, at least one block) to the
- * local list (*local, the LAB's slot for the class), each block free-marked, and advances bump past it. Bump is
- * thus written once per chunk, not per allocation, and line 0 (which
+ * local list (*local, the LAB's slot for the class), each block
+ * free-marked, and advances bump past it. Bump is thus written once per
+ * chunk, not per allocation, and line 0 (which
  * every free reads) stays clean; a bad free of a block of the chunk that
  * was not handed out yet is a double free (it carries the mark). Returns
  * false if the region is used up. */
