@@ -793,6 +793,38 @@ static void test_zero(void)
     free(buf);
 }
 
+/* The owner's allocations and frees inside its hot span's current chunk write
+ * nothing in the span header: its local free list lives in the LAB, because
+ * headers sit a span size apart and share cache sets (docs/native-core.md,
+ * "Span header"). Only span events (a new chunk, a CAS) write the header. */
+static void test_hot_path_leaves_header_alone(void)
+{
+    sh_heap *h = heap_with(0, 0);
+    sh_layout L;
+    sh_heap_layout(h, &L);
+    void *first = sh_alloc(h, 64); /* takes the span and its first chunk */
+    REQUIRE(first != NULL);
+    uintptr_t span = (uintptr_t)first & ~(uintptr_t)(L.span_size - 1);
+    unsigned char before[256], after[256];
+    memcpy(before, (void *)span, sizeof before);
+    void *p[8];
+    for (int i = 0; i < 8; i++) {
+        p[i] = sh_alloc(h, 64);
+        REQUIRE(p[i] != NULL);
+        CHECK_EQ((uintptr_t)p[i] & ~(uintptr_t)(L.span_size - 1), span);
+    }
+    for (int i = 0; i < 8; i++)
+        sh_free(h, p[i]);
+    for (int i = 0; i < 8; i++) /* the freed blocks come back first */
+        p[i] = sh_alloc(h, 64);
+    memcpy(after, (void *)span, sizeof after);
+    CHECK_EQ(memcmp(before, after, sizeof before), 0);
+    for (int i = 0; i < 8; i++)
+        sh_free(h, p[i]);
+    sh_free(h, first);
+    sh_heap_destroy(h);
+}
+
 int main(void)
 {
     test_abi_version();
@@ -811,6 +843,7 @@ int main(void)
     test_trim();
     test_span_taken_for_smaller_size();
     test_zero();
+    test_hot_path_leaves_header_alone();
     if (t_failures) {
         fprintf(stderr, "test_api: %d check(s) failed\n", t_failures);
         return 1;
