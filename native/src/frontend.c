@@ -232,7 +232,7 @@ SH_NOINLINE void *sh_lab_alloc_slow(sh_heap *h, sh_lab *lab, unsigned cls, bool 
     sh_span *s = lab->hot[cls];
     if (s != &sh_no_span) {
         for (;;) {
-            if (sh_span_collect(s, lab, cls) || sh_span_extend(h, s, &lab->local[cls]))
+            if (sh_span_collect(s, lab, &lab->local[cls]) || sh_span_extend(h, s, &lab->local[cls]))
                 return sh_lab_alloc(h, lab, cls, mark);
             if (sh_span_retire(h, lab, s))
                 break;

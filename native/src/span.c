@@ -310,9 +310,10 @@ void sh_span_free_chain(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls, void *
     }
 }
 
-/* Owner, HOT span of class cls with an empty local list: take the shared
- * list whole into lab->local[cls]. Returns false if it was empty. */
-bool sh_span_collect(sh_span *s, sh_lab *lab, unsigned cls)
+/* Owner, HOT span with an empty local list: take the shared list whole
+ * into *local (the LAB's slot for the class). Returns false if it was
+ * empty. */
+bool sh_span_collect(sh_span *s, sh_lab *lab, void **local)
 {
     /* relaxed: the CAS re-validates */
     uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
@@ -321,7 +322,7 @@ bool sh_span_collect(sh_span *s, sh_lab *lab, unsigned cls)
         if (atomic_compare_exchange_weak_explicit(&s->anchor, &a,
                                                   sh_a_make(SH_ST_HOT, lab->idx, 0, 0),
                                                   memory_order_acquire, AO_RELAXED)) {
-            lab->local[cls] = sh_block_at(s, sh_a_head(a));
+            *local = sh_block_at(s, sh_a_head(a));
             return true;
         }
     }

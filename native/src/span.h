@@ -16,7 +16,7 @@ void sh_lab_drop_spares(sh_heap *h, sh_lab *lab);
 void sh_span_init(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls);
 void sh_span_free_chain(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls, void *first,
                         void *last, uint32_t k);
-bool sh_span_collect(sh_span *s, sh_lab *lab, unsigned cls);
+bool sh_span_collect(sh_span *s, sh_lab *lab, void **local);
 bool sh_span_extend(sh_heap *h, sh_span *s, void **local);
 bool sh_span_retire(sh_heap *h, sh_lab *lab, sh_span *s);
 void sh_span_detach(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls);
