@@ -5,8 +5,9 @@
  * class, a reusable set per class (span.c), and per-class allocation and
  * free counters that only this thread writes (sh_stats sums them). LABs
  * live as long as their heap; when a thread exits its LAB is closed (hot
- * spans detached, reusable spans turned into floating orphans) and parked
- * on the heap's idle list for the next new thread.
+ * spans detached; those and the reusable spans go to the heap's orphanage
+ * if they have many free blocks, else float as orphans) and parked on the
+ * heap's idle list for the next new thread.
  *
  * Thread-local lookup: several heaps may live in one process, so each
  * thread keeps a small table of (heap, generation, LAB). A heap's
@@ -224,8 +225,9 @@ void sh_lab_flush(sh_heap *h, sh_lab *lab, int cls)
 /* Slow path of sh_lab_alloc: the hot span has no local block. Push our
  * pending chain of this class (it may refill a span we can take), take the
  * remote frees, else the next chunk of the never-used region; else retire
- * the hot span and take a reusable span, else a span from the LAB's spare,
- * the pool or the arena. */
+ * the hot span and take a reusable span (the LAB's own, else one an exited
+ * thread left in the orphanage), else a span from the LAB's spare, the pool
+ * or the arena. */
 SH_NOINLINE void *sh_lab_alloc_slow(sh_heap *h, sh_lab *lab, unsigned cls, bool mark)
 {
     pend_push(h, lab, cls);
@@ -239,7 +241,9 @@ SH_NOINLINE void *sh_lab_alloc_slow(sh_heap *h, sh_lab *lab, unsigned cls, bool 
         }
         lab->hot[cls] = &sh_no_span;
     }
-    s = sh_span_take_reusable(h, lab, cls);
+    s = sh_span_take_reusable(h, lab, lab, cls);
+    if (!s)
+        s = sh_span_take_reusable(h, lab, h->orphans, cls);
     if (!s) {
         s = sh_span_acquire(h, lab, cls);
         if (!s)

@@ -113,7 +113,10 @@ SH_API sh_heap *sh_heap_create(const sh_config *cfg_in)
     }
     pthread_mutex_init(&h->lab_lock, NULL);
     h->labs = sh_meta_calloc(SH_MAX_LABS + 1, sizeof *h->labs);
-    if (sh_pool_init(h) != SH_OK || sh_large_init(h) != SH_OK || !h->labs) {
+    /* the orphanage is a LAB like the others (index, lock, reusable sets;
+     * fork and destroy handle it with them), bound to no thread */
+    if (sh_pool_init(h) != SH_OK || sh_large_init(h) != SH_OK || !h->labs ||
+        !(h->orphans = sh_lab_new(h))) {
         sh_pool_destroy(h);
         sh_meta_free(h->large.v);
         sh_meta_free(h->labs);

@@ -47,6 +47,9 @@ typedef struct sh_lab {
     _Atomic uint64_t frees[SH_NUM_CLASSES];
     pthread_mutex_t lock;         /* guards reusable[] and closed           */
     sh_span *reusable[SH_NUM_CLASSES];
+    /* bit cls set iff reusable[cls] is not empty: written under lock,
+     * read without it as a hint (a refill skips the lock of an empty set) */
+    _Atomic uint64_t reusable_mask;
     _Atomic int closed;           /* owner thread exited (LAB idle)         */
     bool defer;                   /* bound to a thread that flushes it: frees
                                      may use pend[] (see sh_lab_flush) and
@@ -99,6 +102,10 @@ struct sh_heap {
     unsigned ncores;
 
     _Atomic(sh_lab *) *labs;      /* [SH_MAX_LABS + 1], index 0 unused      */
+    /* the orphanage: a LAB bound to no thread, never closed, whose
+     * reusable sets hold the partly used spans of exited threads; every
+     * LAB's refill takes from it before the pool (span.c) */
+    sh_lab *orphans;
     _Alignas(64) pthread_mutex_t lab_lock; /* guards nlabs and idle_labs    */
     unsigned nlabs;
     sh_lab *idle_labs;

@@ -21,12 +21,18 @@
  *             the owner takes that list whole when its local list is empty.
  *             A HOT span is never returned by a free (it is the LAB's
  *             buffer); it leaves HOT when full or when its thread exits.
- *   FLOATING  not HOT, fewer than reuse_thr free blocks, in no list. The
+ *   FLOATING  not HOT, in no list, fewer than reuse_thr free blocks (more
+ *             only for a moment at thread exit, see REUSABLE). The
  *             free that reaches the threshold moves it to REUSABLE and into
  *             the owning LAB's reusable set, or, if that LAB's thread has
  *             exited (orphan), into the freeing thread's set (adoption).
  *   REUSABLE  in its owner's reusable set (a small mutex-protected list per
- *             LAB and class, as in scalloc; only span events take it).
+ *             LAB and class, as in scalloc; only span events take it). When
+ *             a thread exits, its reusable spans, and its hot spans that
+ *             have a free block, move to the orphanage (a LAB of the heap
+ *             bound to no thread), whose sets every LAB's refill searches
+ *             after its own; there a span may have fewer than reuse_thr
+ *             free blocks.
  *   EMPTYING  the push (a free chain, see frontend.c's deferred frees) that
  *             makes every block free wins this state in its CAS and returns
  *             the span to the pool or the pusher's spare slot (eager
@@ -67,6 +73,19 @@ static void stat_move(_Atomic int64_t *from, _Atomic int64_t *to)
         atomic_fetch_add_explicit(to, 1, AO_RELAXED);
 }
 
+_Static_assert(SH_NUM_CLASSES <= 64, "reusable_mask has a bit per class");
+
+/* Keeps lab->reusable_mask's bit for cls equal to "the set is not empty"
+ * (lab->lock held; relaxed: the mask is only a hint for readers without the
+ * lock, who take the lock before they touch the set). */
+static void rset_note(sh_lab *lab, unsigned cls)
+{
+    uint64_t bit = (uint64_t)1 << cls;
+    uint64_t m = atomic_load_explicit(&lab->reusable_mask, AO_RELAXED);
+    m = lab->reusable[cls] ? m | bit : m & ~bit;
+    atomic_store_explicit(&lab->reusable_mask, m, AO_RELAXED);
+}
+
 static void rset_push(sh_lab *lab, unsigned cls, sh_span *s) /* lab->lock held */
 {
     s->rl_prev = NULL;
@@ -74,6 +93,7 @@ static void rset_push(sh_lab *lab, unsigned cls, sh_span *s) /* lab->lock held *
     if (s->rl_next)
         s->rl_next->rl_prev = s;
     lab->reusable[cls] = s;
+    rset_note(lab, cls);
 }
 
 /* Unlinks s given its neighbours as read while we still owned s; writes
@@ -88,6 +108,7 @@ static void rset_unlink(sh_lab *lab, unsigned cls, sh_span *prev, sh_span *next)
         lab->reusable[cls] = next;
     if (next)
         next->rl_prev = prev;
+    rset_note(lab, cls);
 }
 
 static void rset_remove(sh_lab *lab, unsigned cls, sh_span *s) /* lab->lock held, s ours */
@@ -382,10 +403,39 @@ bool sh_span_retire(sh_heap *h, sh_lab *lab, sh_span *s)
     return false;
 }
 
+/* FLOATING -> REUSABLE in the orphanage: a span an exiting thread leaves
+ * with free blocks waits there for the next refill of its class by any
+ * thread, instead of holding its few live blocks in a span nobody allocates
+ * from while every new thread takes a fresh one (mleak's pattern:
+ * short-lived threads that each leave a block behind). Unlike a threshold
+ * free, this takes spans with fewer than reuse_thr free blocks too: the
+ * moves are bounded by thread exits, not by frees. The orphanage's lock is
+ * held across the CAS, as in span_make_reusable, so an emptier always finds
+ * the span linked. Nothing happens to a full span, or if a free moved it
+ * meanwhile (adopted, emptying). */
+static void span_orphan(sh_heap *h, sh_span *s, unsigned cls)
+{
+    sh_lab *o = h->orphans;
+    pthread_mutex_lock(&o->lock);
+    /* relaxed: the CAS re-validates */
+    uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
+    while (sh_a_state(a) == SH_ST_FLOATING && sh_a_cnt(a) > 0) {
+        uint64_t nw = sh_a_make(SH_ST_REUSABLE, o->idx, sh_a_cnt(a), sh_a_head(a));
+        /* acq_rel: our link writes are ordered after the previous owner's
+         * header writes, and a taker (acquire) sees them */
+        if (atomic_compare_exchange_weak_explicit(&s->anchor, &a, nw, AO_ACQ_REL, AO_RELAXED)) {
+            rset_push(o, cls, s);
+            stat_move(&h->n_floating, &h->n_reusable);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&o->lock);
+}
+
 /* Owner gives up its HOT span (thread exit): the local list and the
- * never-bumped blocks join the shared state; the span becomes FLOATING
- * (an orphan, adopted by the next free that reaches the threshold) or, if
- * it is entirely free, goes to the pool. */
+ * never-bumped blocks join the shared state; the span becomes FLOATING,
+ * then goes to the orphanage if it has a free block, or, if it is entirely
+ * free, goes to the pool. */
 void sh_span_detach(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls)
 {
     const sh_class_desc *c = &sh_classes[cls];
@@ -412,21 +462,28 @@ void sh_span_detach(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls)
         /* acq_rel: hands our private header state to the next owner, and
          * acquires the remote pushes if we return the span */
         if (atomic_compare_exchange_weak_explicit(&s->anchor, &a, nw, AO_ACQ_REL, AO_RELAXED)) {
-            if (st == SH_ST_EMPTYING)
+            if (st == SH_ST_EMPTYING) {
                 span_emptied(h, lab, s, cls, a);
-            else
+            } else {
                 stat_move(&h->n_hot, &h->n_floating);
+                span_orphan(h, s, cls);
+            }
             return;
         }
     }
 }
 
-/* Owner: makes a span of its reusable set HOT. NULL if the set has none
- * (spans that a racing free is emptying are skipped; that free unlinks). */
-sh_span *sh_span_take_reusable(sh_heap *h, sh_lab *lab, unsigned cls)
+/* Makes a span of from's reusable set (lab's own, or the orphanage's) the
+ * HOT span of lab. NULL if the set has none (spans that a racing free is
+ * emptying are skipped; that free unlinks). */
+sh_span *sh_span_take_reusable(sh_heap *h, sh_lab *lab, sh_lab *from, unsigned cls)
 {
-    pthread_mutex_lock(&lab->lock);
-    for (sh_span *s = lab->reusable[cls]; s; s = s->rl_next) {
+    /* relaxed: a hint; a span pushed just now is found at a later refill,
+     * and the set itself is read under the lock */
+    if (!((atomic_load_explicit(&from->reusable_mask, AO_RELAXED) >> cls) & 1))
+        return NULL;
+    pthread_mutex_lock(&from->lock);
+    for (sh_span *s = from->reusable[cls]; s; s = s->rl_next) {
         /* relaxed: the CAS re-validates */
         uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
         while (sh_a_state(a) == SH_ST_REUSABLE) {
@@ -435,10 +492,36 @@ sh_span *sh_span_take_reusable(sh_heap *h, sh_lab *lab, unsigned cls)
             if (atomic_compare_exchange_weak_explicit(&s->anchor, &a,
                                                       sh_a_make(SH_ST_HOT, lab->idx, 0, 0),
                                                       memory_order_acquire, AO_RELAXED)) {
-                rset_remove(lab, cls, s);
-                pthread_mutex_unlock(&lab->lock);
+                rset_remove(from, cls, s);
+                pthread_mutex_unlock(&from->lock);
                 lab->local[cls] = sh_block_at(s, sh_a_head(a));
                 stat_move(&h->n_reusable, &h->n_hot);
+                return s;
+            }
+        }
+    }
+    pthread_mutex_unlock(&from->lock);
+    return NULL;
+}
+
+/* The first span of lab's set for cls that is still REUSABLE, turned
+ * FLOATING and unlinked; NULL when none is left (spans that a racing free
+ * is emptying stay linked: their emptier unlinks). */
+static sh_span *rset_release_one(sh_heap *h, sh_lab *lab, unsigned cls)
+{
+    pthread_mutex_lock(&lab->lock);
+    for (sh_span *s = lab->reusable[cls]; s; s = s->rl_next) {
+        sh_span *prev = s->rl_prev, *next = s->rl_next; /* read while s is ours */
+        uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED); /* relaxed: CAS re-validates */
+        while (sh_a_state(a) == SH_ST_REUSABLE) {
+            uint64_t nw = sh_a_make(SH_ST_FLOATING, sh_a_lab(a), sh_a_cnt(a), sh_a_head(a));
+            /* release: an adopter that links s into its set (after its
+             * acq_rel CAS) sees our reads of the links done */
+            if (atomic_compare_exchange_weak_explicit(&s->anchor, &a, nw, memory_order_release,
+                                                      AO_RELAXED)) {
+                rset_unlink(lab, cls, prev, next);
+                pthread_mutex_unlock(&lab->lock);
+                stat_move(&h->n_reusable, &h->n_floating);
                 return s;
             }
         }
@@ -448,29 +531,17 @@ sh_span *sh_span_take_reusable(sh_heap *h, sh_lab *lab, unsigned cls)
 }
 
 /* Thread exit: close the LAB (later threshold frees adopt instead of
- * inserting here) and turn its reusable spans into FLOATING orphans. */
+ * inserting here) and move its reusable spans to the orphanage, one at a
+ * time through FLOATING, so that no thread holds two LAB locks at once
+ * (sh_labs_fork takes them in index order). */
 void sh_lab_close_reusable(sh_heap *h, sh_lab *lab)
 {
     pthread_mutex_lock(&lab->lock);
     atomic_store_explicit(&lab->closed, 1, AO_RELAXED); /* relaxed: read under lock, or as a hint */
-    for (unsigned cls = 0; cls < SH_NUM_CLASSES; cls++) {
-        sh_span *s = lab->reusable[cls];
-        while (s) {
-            sh_span *prev = s->rl_prev, *next = s->rl_next; /* read while s is ours */
-            uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED); /* relaxed: CAS re-validates */
-            while (sh_a_state(a) == SH_ST_REUSABLE) {
-                uint64_t nw = sh_a_make(SH_ST_FLOATING, sh_a_lab(a), sh_a_cnt(a), sh_a_head(a));
-                /* release: an adopter that links s into its set (after its
-                 * acq_rel CAS) sees our reads of the links done */
-                if (atomic_compare_exchange_weak_explicit(&s->anchor, &a, nw, memory_order_release,
-                                                          AO_RELAXED)) {
-                    rset_unlink(lab, cls, prev, next);
-                    stat_move(&h->n_reusable, &h->n_floating);
-                    break;
-                }
-            }
-            s = next; /* EMPTYING spans stay linked: their emptier unlinks */
-        }
-    }
     pthread_mutex_unlock(&lab->lock);
+    for (unsigned cls = 0; cls < SH_NUM_CLASSES; cls++) {
+        sh_span *s;
+        while ((s = rset_release_one(h, lab, cls)) != NULL)
+            span_orphan(h, s, cls);
+    }
 }

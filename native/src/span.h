@@ -20,7 +20,7 @@ bool sh_span_collect(sh_span *s, sh_lab *lab, void **local);
 bool sh_span_extend(sh_heap *h, sh_span *s, void **local);
 bool sh_span_retire(sh_heap *h, sh_lab *lab, sh_span *s);
 void sh_span_detach(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls);
-sh_span *sh_span_take_reusable(sh_heap *h, sh_lab *lab, unsigned cls);
+sh_span *sh_span_take_reusable(sh_heap *h, sh_lab *lab, sh_lab *from, unsigned cls);
 void sh_lab_close_reusable(sh_heap *h, sh_lab *lab);
 
 #endif /* SH_SPAN_H */

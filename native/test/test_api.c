@@ -679,6 +679,50 @@ static void test_remote_and_orphans(void)
     sh_heap_destroy(rh);
 }
 
+/* Short-lived threads that each leave one live block behind (mimalloc-bench's
+ * mleak): the span an exiting thread leaves goes to the heap's orphanage,
+ * and the next thread's first allocation of that class takes it, so the
+ * blocks of 200 such threads share a span or two instead of holding 200. */
+enum { ORPHAN_THREADS = 200 };
+static void *orphan_blocks[ORPHAN_THREADS];
+
+static void *leave_one_block(void *arg)
+{
+    uintptr_t i = (uintptr_t)arg;
+    orphan_blocks[i] = sh_alloc(rh, 64);
+    REQUIRE(orphan_blocks[i]);
+    memset(orphan_blocks[i], (int)i, 64);
+    return NULL;
+}
+
+static void test_exited_threads_leave_spans_to_the_next(void)
+{
+    rh = heap_with(0, 0);
+    int cls = sh_class_of(64);
+    sh_class_info ci;
+    sh_class_get(cls, &ci);
+    for (uintptr_t i = 0; i < ORPHAN_THREADS; i++) {
+        pthread_t t;
+        REQUIRE(pthread_create(&t, NULL, leave_one_block, (void *)i) == 0);
+        pthread_join(t, NULL);
+    }
+    sh_heap_stats st;
+    sh_stats(rh, &st);
+    CHECK_EQ(st.class_live_blocks[cls], ORPHAN_THREADS);
+    CHECK(st.class_spans[cls] <= ORPHAN_THREADS / ci.block_count + 1);
+    CHECK_EQ(st.spans_hot, 0);
+    for (int i = 0; i < ORPHAN_THREADS; i++) {
+        for (int j = 0; j < 64; j++)
+            CHECK_EQ(((unsigned char *)orphan_blocks[i])[j], (unsigned char)i);
+        CHECK_EQ(sh_free_checked(rh, orphan_blocks[i]), SH_OK);
+    }
+    sh_stats(rh, &st);
+    CHECK_EQ(st.live_bytes, 0);
+    CHECK_EQ(st.spans_hot + st.spans_floating + st.spans_reusable, 0);
+    CHECK_EQ(st.spans_free, st.spans_carved);
+    sh_heap_destroy(rh);
+}
+
 /* sh_trim gives back pooled spans kept resident and kept large mappings,
  * reports what it gave back, and finds nothing on a second call */
 /* 64 blocks of 200 KB, written and freed: about 7 spans of 2 MiB, all kept
@@ -840,6 +884,7 @@ int main(void)
     test_exhaustion();
     test_heaps_and_lifetime();
     test_remote_and_orphans();
+    test_exited_threads_leave_spans_to_the_next();
     test_trim();
     test_span_taken_for_smaller_size();
     test_zero();
