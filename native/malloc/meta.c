@@ -5,8 +5,9 @@
  * One reservation (SH_META_RESERVE, PROT_NONE) is committed by mprotect as
  * it is used, so free() can tell a meta block by its address. Blocks are
  * powers of two from 64 B, naturally aligned up to 64 KiB: classes below
- * 64 KiB carve a 64 KiB granule each, larger ones take whole granules from
- * the bump pointer. A byte per granule records its class, so free() needs
+ * 64 KiB carve a 64 KiB granule each, block by block as they are asked for
+ * (a class used for one LAB touches its pages, not the granule's sixteen),
+ * larger ones take whole granules from the bump pointer. A byte per granule records its class, so free() needs
  * no header. Freed blocks go to per-class lists (blocks of 128 KiB and more
  * are madvised first). One mutex guards everything: the core asks for
  * metadata only on rare events (heap creation, a thread's first use, large
@@ -34,6 +35,7 @@ static uintptr_t meta_base;      /* 0 until the reservation exists; then fixed *
 static size_t meta_bump;         /* bytes handed out from the reservation */
 static size_t meta_committed;    /* bytes made read/write */
 static void *meta_free_list[MAX_SHIFT + 1];
+static char *carve_next[GRANULE_SHIFT], *carve_end[GRANULE_SHIFT]; /* a class's granule */
 static uint8_t granule_class[META_RESERVE >> GRANULE_SHIFT];
 
 static unsigned shift_for(size_t n)
@@ -91,15 +93,18 @@ static void *meta_alloc(size_t size, size_t alignment, bool *zero)
             z = true;
         }
     } else if (k < GRANULE_SHIFT) {
-        char *g = bump(GRANULE, GRANULE);
-        if (g) {
-            granule_class[((uintptr_t)g - meta_base) >> GRANULE_SHIFT] = (uint8_t)k;
-            size_t bs = (size_t)1 << k;
-            for (size_t off = GRANULE - bs; off > 0; off -= bs) {
-                *(void **)(g + off) = meta_free_list[k];
-                meta_free_list[k] = g + off;
+        if (carve_next[k] == carve_end[k]) {
+            char *g = bump(GRANULE, GRANULE);
+            if (g) {
+                granule_class[((uintptr_t)g - meta_base) >> GRANULE_SHIFT] = (uint8_t)k;
+                carve_next[k] = g;
+                carve_end[k] = g + GRANULE;
             }
-            b = g;
+        }
+        if (carve_next[k] != carve_end[k]) {
+            b = carve_next[k];
+            carve_next[k] += (size_t)1 << k;
+            z = true; /* never used */
         }
     } else {
         size_t n = (size_t)1 << k;
