@@ -40,8 +40,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * writer: policy, not correctness. Queue links are never read without the lock.
  *
  * <p><b>Policy.</b> New entries enter the window, a queue of about 1% of the
- * segment's share; what overflows it moves to the probation queue as a
- * <i>candidate</i>. An entry hit in probation is promoted to the protected
+ * segment's share; what overflows it moves to the probation queue, as a
+ * <i>candidate</i> for as long as the write that moved it is making room (a
+ * candidate that need not duel, and every entry admitted while the segment
+ * had room, stays as a member of probation). An entry hit in probation is promoted to the protected
  * queue (at most 80% of the main region; its overflow is demoted back to
  * probation). To make room, the oldest candidate duels the probation queue's
  * oldest entry: the one the frequency sketch has seen less often
@@ -316,6 +318,7 @@ final class IndexSegment {
         while (charged > share && evictOne(e, now, out)) {
             // the duel of candidates and victims, until the share holds (or only this key is left)
         }
+        candidate = NONE; // those that did not duel stay in probation as members, as in Caffeine's maintenance
         return 0;
     }
 

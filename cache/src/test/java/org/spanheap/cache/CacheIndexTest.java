@@ -83,6 +83,29 @@ class CacheIndexTest {
     }
 
     @Test
+    void anEntryTheSketchHasSeenOftenWinsItsDuelAgainstANewKeyAfterTheSegmentFilled() {
+        // Only keys that leave the window while room is being made are candidates; those admitted while the
+        // segment filled are members of probation. (The index once kept the first of them as the candidate for
+        // good, so every eviction took probation's oldest entry without asking the sketch.)
+        IndexSegment s = new IndexSegment(100 * 100, false, 0, 0); // 100 entries of 100 bytes; window: 1
+        IndexSegment.Removals out = new IndexSegment.Removals();
+        for (int k = 0; k < 99; k++) {
+            s.put(k, k * 0x9E37_79B9, k + 1, 100, 0, false, out); // key 0 leaves the window first: probation's head
+        }
+        for (int i = 0; i < 5; i++) {
+            // another key with key 0's hash: the sketch counts the hash (key 0 stays unmarked, as if its
+            // reads had come before it reached probation)
+            s.put("twin", 0, 500, 100, 0, false, out);
+            assertTrue(s.remove("twin", 0, out));
+        }
+        s.put(1_000, 1_000 * 0x9E37_79B9, 1_001, 100, 0, false, out); // 100 entries: no eviction yet
+        s.put(1_001, 1_001 * 0x9E37_79B9, 1_002, 100, 0, false, out); // 1_000 leaves the window and duels key 0
+        assertEquals(1, s.lookup(0, 0, 0), "the frequent key stays");
+        assertEquals(0, s.lookup(1_000, 1_000 * 0x9E37_79B9, 0), "the new key seen once lost its duel");
+        assertEquals(100, s.count());
+    }
+
+    @Test
     void anEntryLargerThanItsSegmentsShareFitsByEvictingElsewhere() {
         long capacity = 4L << 20;
         CacheIndex index = new CacheIndex(capacity, true, 0, 0);
