@@ -5,9 +5,9 @@
  * class, a reusable set per class (span.c), and per-class allocation and
  * free counters that only this thread writes (sh_stats sums them). LABs
  * live as long as their heap; when a thread exits its LAB is closed (hot
- * spans detached; those and the reusable spans go to the heap's orphanage
- * if they have many free blocks, else float as orphans) and parked on the
- * heap's idle list for the next new thread.
+ * spans detached; those with a free block and the reusable spans go to the
+ * heap's orphanage, full ones float as orphans) and parked on the heap's
+ * idle list for the next new thread.
  *
  * Thread-local lookup: several heaps may live in one process, so each
  * thread keeps a small table of (heap, generation, LAB). A heap's
