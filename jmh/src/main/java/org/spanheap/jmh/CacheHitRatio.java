@@ -100,12 +100,12 @@ public final class CacheHitRatio {
                     CacheBenchmark.ValueSizes sizes = CacheBenchmark.ValueSizes.of(values);
                     int[] sample = CacheBenchmark.ZipfSample.of(sizes.keys(), zipf);
                     double[] ratio = new double[peers.size()];
-                    long[] entries = new long[1];
                     StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "| %s | %d%% | %s |",
                             values, writes, zipf));
                     for (int p = 0; p < peers.size(); p++) {
-                        ratio[p] = hitRatio(peers.get(p), capacityMib << 20, sizes, sample, writes, warm, ops, entries);
-                        row.append(String.format(Locale.ROOT, " %.2f (%d k) |", 100 * ratio[p], entries[0] / 1000));
+                        Replay r = replay(peers.get(p), capacityMib << 20, sizes, sample, writes, warm, ops);
+                        ratio[p] = r.hitRatio();
+                        row.append(String.format(Locale.ROOT, " %.2f (%d k) |", 100 * r.hitRatio(), r.entries() / 1000));
                     }
                     row.append(difference(peers, ratio, CachePeer.Kind.OHC)).append(
                             difference(peers, ratio, CachePeer.Kind.CAFFEINE_HEAP));
@@ -121,9 +121,12 @@ public final class CacheHitRatio {
         return s < 0 || x < 0 ? " - |" : String.format(Locale.ROOT, " %+.2f |", 100 * (ratio[s] - ratio[x]));
     }
 
-    /** One peer on the trace: the share of counted gets that hit; {@code entries[0]} gets its size at the end. */
-    static double hitRatio(CachePeer.Kind kind, long capacity, CacheBenchmark.ValueSizes sizes, int[] sample,
-            int writePercent, long warm, long ops, long[] entries) {
+    /** What one peer did on the trace: the share of counted gets that hit, and the entries it held at the end. */
+    record Replay(double hitRatio, long entries) {}
+
+    /** One peer on the trace. */
+    static Replay replay(CachePeer.Kind kind, long capacity, CacheBenchmark.ValueSizes sizes, int[] sample,
+            int writePercent, long warm, long ops) {
         try (CachePeer cache = kind.open(capacity)) {
             SplittableRandom random = new SplittableRandom(42); // the same choices for every peer
             long hits = 0;
@@ -146,8 +149,7 @@ public final class CacheHitRatio {
                     }
                 }
             }
-            entries[0] = cache.size();
-            return hits + misses == 0 ? Double.NaN : (double) hits / (hits + misses);
+            return new Replay(hits + misses == 0 ? Double.NaN : (double) hits / (hits + misses), cache.size());
         }
     }
 }
