@@ -52,6 +52,11 @@
                                                    local list at once      */
 #define SH_SPARE_REAL 3u                        /* LABs keep a spare empty span
                                                    of the real sizes 16..256 KiB */
+#define SH_RETIRED_RING 16u                     /* spans a LAB retired, per
+                                                   class, looked at before the
+                                                   arena (span.c, second tier) */
+#define SH_RETIRED_MIN_PCT 25u                  /* ...if at least this share
+                                                   of their blocks is free    */
 
 /* fork support, per layer that owns locks (arena.h, frontend.h, large.h:
  * sh_*_fork(..., phase), phases SH_FORK_*, embed.h); fork.c drives them in

@@ -226,8 +226,9 @@ void sh_lab_flush(sh_heap *h, sh_lab *lab, int cls)
  * pending chain of this class (it may refill a span we can take), take the
  * remote frees, else the next chunk of the never-used region; else retire
  * the hot span and take a reusable span (the LAB's own, else one an exited
- * thread left in the orphanage), else a span from the LAB's spare, the pool
- * or the arena. */
+ * thread left in the orphanage), else a span from the LAB's spare or the
+ * pool, else one it retired that is a quarter free (span.c's second tier),
+ * else a new span from the arena. */
 SH_NOINLINE void *sh_lab_alloc_slow(sh_heap *h, sh_lab *lab, unsigned cls, bool mark)
 {
     pend_push(h, lab, cls);

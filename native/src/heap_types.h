@@ -56,6 +56,11 @@ typedef struct sh_lab {
                                      empty spans may stay in spare[]         */
     sh_span *spare[SH_SPARE_REAL]; /* one empty span per small real size,
                                      owner thread only (span_pool.c)        */
+    /* the last spans this LAB retired per class (HOT -> FLOATING), owner
+     * thread only; entries are hints, checked by a CAS on the anchor when
+     * taken (span.c, span_take_retired) */
+    sh_span *retired[SH_NUM_CLASSES][SH_RETIRED_RING];
+    uint8_t retired_next[SH_NUM_CLASSES];
     unsigned idx;                 /* 1..SH_MAX_LABS                         */
     unsigned core;                /* span pool stripe                       */
     struct sh_lab *free_next;     /* heap's idle-LAB list                   */

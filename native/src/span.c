@@ -164,14 +164,20 @@ void sh_span_init(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls)
  * slot, the span pool, the arena. Byte-limit accounting goes with it: a
  * span counts against the limit from sh_span_acquire to sh_span_release. */
 
+static sh_span *span_take_retired(sh_heap *h, sh_lab *lab, unsigned cls);
+
 /* Takes a span for class cls (counted against the byte limit) and makes it
  * the HOT span of lab: the LAB's spare span of that real size, else one
- * from the pool (own stripe, other stripes, other sizes), else a new one
- * from the arena. NULL with sh_last_error set on failure. */
+ * from the pool (own stripe, other stripes, other sizes), else a span the
+ * LAB retired that is a quarter free (span_take_retired; counted already),
+ * else a new one from the arena. NULL with sh_last_error set on failure. */
 sh_span *sh_span_acquire(sh_heap *h, sh_lab *lab, unsigned cls)
 {
     const sh_class_desc *c = &sh_classes[cls];
     if (!sh_limit_acquire(h, c->real_span_size)) {
+        sh_span *r = span_take_retired(h, lab, cls);
+        if (r)
+            return r;
         sh_set_error(SH_E_LIMIT);
         return NULL;
     }
@@ -184,6 +190,11 @@ sh_span *sh_span_acquire(sh_heap *h, sh_lab *lab, unsigned cls)
         s = sh_pool_take(h, c->real_idx, c->real_span_size, lab->core);
     }
     if (!s) {
+        sh_span *r = span_take_retired(h, lab, cls);
+        if (r) {
+            sh_limit_release(h, c->real_span_size); /* it was counted when first taken */
+            return r;
+        }
         s = sh_arena_carve(&h->arena);
         if (!s) {
             sh_limit_release(h, c->real_span_size);
@@ -398,9 +409,70 @@ bool sh_span_retire(sh_heap *h, sh_lab *lab, sh_span *s)
                                                 sh_a_make(SH_ST_FLOATING, lab->idx, 0, 0),
                                                 memory_order_release, AO_RELAXED)) {
         stat_move(&h->n_hot, &h->n_floating);
+        /* relaxed: we set the class when we took the span */
+        unsigned cls = atomic_load_explicit(&s->size_class, AO_RELAXED);
+        lab->retired[cls][lab->retired_next[cls]++ % SH_RETIRED_RING] = s;
         return true;
     }
     return false;
+}
+
+/* The second tier of reuse. A FLOATING span joins a reusable set only when
+ * reuse_thr of its blocks are free (80%: few moves, long runs per refill).
+ * Spans less free than that hold memory that nobody allocates from, and
+ * when neither a set nor the pool has a span, the arena carves a new one:
+ * the process grows. Before that, the refill looks at the last spans its
+ * LAB retired in this class and takes the freest one with at least
+ * SH_RETIRED_MIN_PCT of its blocks free, FLOATING -> HOT, without any
+ * lock: no free pays for this tier, and a span that crossed the threshold
+ * meanwhile is in a set (REUSABLE) and skipped. Not before the pool: there
+ * it cost larson 10-25% (shorter runs per refill) for the same saving
+ * (docs/native-core.md, "The second tier").
+ *
+ * Why an entry can be trusted after the CAS: a span is FLOATING with our
+ * LAB's index only after a retire by this LAB (our thread, or the exited
+ * thread whose LAB we took over): frees change its count and head or move
+ * it on, and only a take by this LAB can bring it back to FLOATING with our
+ * index. The ring's owner is that taker, so the anchor word the CAS
+ * compares cannot come back between our read and the CAS, and the class we
+ * read with it is the span's. NULL when no entry qualifies. */
+static sh_span *span_take_retired(sh_heap *h, sh_lab *lab, unsigned cls)
+{
+    const sh_class_desc *c = &sh_classes[cls];
+    uint32_t min = (uint32_t)(((uint64_t)c->block_count * SH_RETIRED_MIN_PCT + 99) / 100);
+    if (min == 0)
+        min = 1;
+    for (;;) {
+        unsigned best = SH_RETIRED_RING;
+        uint64_t best_a = 0;
+        for (unsigned i = 0; i < SH_RETIRED_RING; i++) {
+            sh_span *s = lab->retired[cls][i];
+            if (!s)
+                continue;
+            /* relaxed: a hint, validated by the CAS below */
+            uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
+            if (sh_a_state(a) != SH_ST_FLOATING || sh_a_lab(a) != lab->idx ||
+                atomic_load_explicit(&s->size_class, AO_RELAXED) != cls) {
+                lab->retired[cls][i] = NULL; /* moved on: not ours to take any more */
+                continue;
+            }
+            if (sh_a_cnt(a) >= min && sh_a_cnt(a) > sh_a_cnt(best_a))
+                best = i, best_a = a;
+        }
+        if (best == SH_RETIRED_RING)
+            return NULL;
+        sh_span *s = lab->retired[cls][best];
+        /* acquire: see the pushed links, as a take from a reusable set does */
+        if (atomic_compare_exchange_strong_explicit(&s->anchor, &best_a,
+                                                    sh_a_make(SH_ST_HOT, lab->idx, 0, 0),
+                                                    memory_order_acquire, AO_RELAXED)) {
+            lab->retired[cls][best] = NULL;
+            lab->local[cls] = sh_block_at(s, sh_a_head(best_a));
+            stat_move(&h->n_floating, &h->n_hot);
+            return s;
+        }
+        /* a free changed it meanwhile: look again */
+    }
 }
 
 /* FLOATING -> REUSABLE in the orphanage: a span an exiting thread leaves

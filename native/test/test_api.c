@@ -723,6 +723,48 @@ static void test_exited_threads_leave_spans_to_the_next(void)
     sh_heap_destroy(rh);
 }
 
+/* The second tier of reuse: spans a thread retired full and that are now
+ * half free (under the 80% that makes a span reusable) serve its next
+ * refills before the pool or the arena hands out another span. */
+static void test_retired_half_free_spans_serve_the_next_refill(void)
+{
+    sh_heap *h = heap_with(0, 0);
+    int cls = sh_class_of(64);
+    sh_class_info ci;
+    sh_class_get(cls, &ci);
+    uint32_t bc = ci.block_count;
+    REQUIRE(bc >= 8);
+    size_t n = (size_t)bc * 3;
+    void **v = calloc(n, sizeof *v);
+    REQUIRE(v);
+    for (size_t i = 0; i < n; i++)
+        REQUIRE((v[i] = sh_alloc(h, 64)));
+    sh_heap_stats st;
+    sh_stats(h, &st);
+    CHECK_EQ(st.class_spans[cls], 3);
+    /* every other block of the first two spans (both retired, full) */
+    for (size_t i = 0; i < 2 * (size_t)bc; i += 2) {
+        CHECK_EQ(sh_free_checked(h, v[i]), SH_OK);
+        v[i] = NULL;
+    }
+    /* as many blocks as were freed: they fit in the two half-free spans */
+    size_t more = (size_t)bc;
+    void **w = calloc(more, sizeof *w);
+    REQUIRE(w);
+    for (size_t i = 0; i < more; i++)
+        REQUIRE((w[i] = sh_alloc(h, 64)));
+    sh_stats(h, &st);
+    CHECK_EQ(st.class_spans[cls], 3);
+    for (size_t i = 0; i < n; i++)
+        if (v[i])
+            CHECK_EQ(sh_free_checked(h, v[i]), SH_OK);
+    for (size_t i = 0; i < more; i++)
+        CHECK_EQ(sh_free_checked(h, w[i]), SH_OK);
+    free(v);
+    free(w);
+    sh_heap_destroy(h);
+}
+
 /* sh_trim gives back pooled spans kept resident and kept large mappings,
  * reports what it gave back, and finds nothing on a second call */
 /* 64 blocks of 200 KB, written and freed: about 7 spans of 2 MiB, all kept
@@ -885,6 +927,7 @@ int main(void)
     test_heaps_and_lifetime();
     test_remote_and_orphans();
     test_exited_threads_leave_spans_to_the_next();
+    test_retired_half_free_spans_serve_the_next_refill();
     test_trim();
     test_span_taken_for_smaller_size();
     test_zero();
