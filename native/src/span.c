@@ -26,6 +26,9 @@
  *             free that reaches the threshold moves it to REUSABLE and into
  *             the owning LAB's reusable set, or, if that LAB's thread has
  *             exited (orphan), into the freeing thread's set (adoption).
+ *             Its LAB may also take it back HOT with fewer free blocks
+ *             than that, rather than carve a new span (the second tier,
+ *             span_take_retired).
  *   REUSABLE  in its owner's reusable set (a small mutex-protected list per
  *             LAB and class, as in scalloc; only span events take it). When
  *             a thread exits, its reusable spans, and its hot spans that
