@@ -1,6 +1,7 @@
 package org.spanheap.cache;
 
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 import org.spanheap.cache.IndexSegment.Removals;
 
@@ -31,6 +32,13 @@ final class CacheIndex {
     private final long capacity;
     /** The sum of every segment's charge (each changes it under its own lock, by what it added or removed). */
     private final AtomicLong charged = new AtomicLong();
+    /**
+     * Lookups and their outcome, for the whole index: a lookup touches one striped counter whose
+     * cell stays in its core's cache, where one counter per segment put a cold line or two on
+     * every lookup.
+     */
+    private final LongAdder hits = new LongAdder();
+    private final LongAdder misses = new LongAdder();
     /** Where the search for a segment to evict from starts (racy: only spreads the evictions). */
     private int cursor;
 
@@ -97,15 +105,16 @@ final class CacheIndex {
     long lookup(Object key, int hash, long now) {
         IndexSegment s = segmentOf(hash);
         long handle = s.lookupWithoutLock(key, hash, now);
-        if (handle != IndexSegment.RETRY) {
-            return handle;
+        if (handle == IndexSegment.RETRY) {
+            lock(s);
+            try {
+                handle = s.lookup(key, hash, now);
+            } finally {
+                s.lock.unlock();
+            }
         }
-        lock(s);
-        try {
-            return s.lookup(key, hash, now);
-        } finally {
-            s.lock.unlock();
-        }
+        (handle == 0 ? misses : hits).increment();
+        return handle;
     }
 
     boolean contains(Object key, int hash, long now) {
@@ -130,7 +139,7 @@ final class CacheIndex {
         try {
             long before = s.charged();
             present = s.put(key, hash, handle, charge, now, onlyIfAbsent, out);
-            charged.addAndGet(s.charged() - before);
+            addCharge(s.charged() - before);
         } finally {
             s.lock.unlock();
         }
@@ -154,7 +163,7 @@ final class CacheIndex {
                 try {
                     long before = s.charged();
                     if (s.evictOneExcept(key, hash, now, out)) {
-                        charged.addAndGet(s.charged() - before);
+                        addCharge(s.charged() - before);
                         cursor = start + k + 1;
                         return true;
                     }
@@ -172,7 +181,7 @@ final class CacheIndex {
         try {
             long before = s.charged();
             boolean removed = s.remove(key, hash, out);
-            charged.addAndGet(s.charged() - before);
+            addCharge(s.charged() - before);
             return removed;
         } finally {
             s.lock.unlock();
@@ -190,10 +199,20 @@ final class CacheIndex {
                 } else {
                     s.clear(out);
                 }
-                charged.addAndGet(s.charged() - before);
+                addCharge(s.charged() - before);
             } finally {
                 s.lock.unlock();
             }
+        }
+    }
+
+    /**
+     * Adds a segment's change to the sum. A replace by a value of the same charge, the common
+     * write of a cache at its bound, changes nothing and leaves the shared counter's line alone.
+     */
+    private void addCharge(long delta) {
+        if (delta != 0) {
+            charged.addAndGet(delta);
         }
     }
 
@@ -202,22 +221,18 @@ final class CacheIndex {
         return charged.get();
     }
 
-    /** {@return entries, hits and misses, summed over the segments (each read under its lock)} */
+    /** {@return entries (summed over the segments, each read under its lock), hits and misses} */
     long[] counts() {
         long entries = 0;
-        long hits = 0;
-        long misses = 0;
         for (IndexSegment s : segments) {
             lock(s);
             try {
                 entries += s.count();
-                hits += s.hits + s.hitsWithoutLock.sum();
-                misses += s.misses + s.missesWithoutLock.sum();
             } finally {
                 s.lock.unlock();
             }
         }
-        return new long[] {entries, hits, misses};
+        return new long[] {entries, hits.sum(), misses.sum()};
     }
 
     int segmentCount() {

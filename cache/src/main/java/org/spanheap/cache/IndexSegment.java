@@ -3,7 +3,6 @@ package org.spanheap.cache;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Arrays;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -136,13 +135,6 @@ final class IndexSegment {
     /** The oldest entry moved from the window that has not dueled yet, or NONE. */
     private int candidate = NONE;
 
-    /** Lookups under the lock (and their outcome). */
-    long hits;
-    long misses;
-    /** Lookups without the lock ({@link #lookupWithoutLock}). */
-    final LongAdder hitsWithoutLock = new LongAdder();
-    final LongAdder missesWithoutLock = new LongAdder();
-
     /**
      * The seqlock of lookups without the lock: odd while a writer (holding
      * {@link #lock}) changes what such a lookup reads (see the class comment).
@@ -191,10 +183,8 @@ final class IndexSegment {
     long lookup(Object key, int hash, long now) {
         int e = find(key, hash);
         if (e == NONE || expired(e, now)) {
-            misses++;
             return 0;
         }
-        hits++;
         onAccess(e, now);
         return words[e * stride + HANDLE];
     }
@@ -231,10 +221,8 @@ final class IndexSegment {
             return RETRY;
         }
         if (at < 0 || expired) {
-            missesWithoutLock.increment();
             return 0;
         }
-        hitsWithoutLock.increment();
         if ((w[at + LINKS] & REFERENCED) == 0) {
             // atomic: a writer's plain store of the links word may overwrite the mark, never the reverse
             LONGS.getAndBitwiseOr(w, at + LINKS, REFERENCED);
