@@ -429,8 +429,8 @@ bool sh_span_retire(sh_heap *h, sh_lab *lab, sh_span *s)
  * SH_RETIRED_MIN_PCT of its blocks free, FLOATING -> HOT, without any
  * lock: no free pays for this tier, and a span that crossed the threshold
  * meanwhile is in a set (REUSABLE) and skipped. Not before the pool: there
- * it cost larson 10-25% (shorter runs per refill) for the same saving
- * (docs/native-core.md, "The second tier").
+ * it saved as much and slowed larson by an eighth or more (shorter runs
+ * per refill; docs/native-core.md, "The second tier").
  *
  * Why an entry can be trusted after the CAS: a span is FLOATING with our
  * LAB's index only after a retire by this LAB (our thread, or the exited
