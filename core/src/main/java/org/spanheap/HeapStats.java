@@ -6,8 +6,9 @@ import java.util.List;
  * An immutable snapshot of a {@link SpanHeap}'s memory use, from {@link SpanHeap#stats()}.
  *
  * <p>Block counts and live bytes count whole blocks (the block size of the size class,
- * not the requested size). Blocks that sit free in the Java thread caches are counted in
- * {@link #cachedBytes()}, not in {@link #liveBytes()}. The figures are exact when no other
+ * not the requested size). Blocks that sit free in the Java thread caches, and freed large
+ * blocks the heap keeps to hand out again, are counted in {@link #cachedBytes()}, not in
+ * {@link #liveBytes()}, {@link #largeBytes()} or {@link #largeCount()}. The figures are exact when no other
  * thread uses the heap, and a consistent-enough estimate while other threads run.
  *
  * <p>A heap of the {@linkplain Engine#MALLOC malloc engine} fills in only
@@ -21,8 +22,8 @@ import java.util.List;
  *                       large-object mappings
  * @param residentBytes  estimate of the bytes backed by RAM
  * @param liveBytes      bytes in blocks handed out to callers, plus large objects
- * @param cachedBytes    bytes in free blocks held by Java thread caches
- * @param largeBytes     bytes mapped for large objects
+ * @param cachedBytes    bytes in free blocks held by Java thread caches or kept large blocks
+ * @param largeBytes     bytes mapped for live large objects
  * @param largeCount     number of live large objects
  * @param limitBytes     the configured byte limit, 0 if none
  * @param limitedBytes   bytes counted against the byte limit (includes cached blocks)

@@ -318,10 +318,14 @@ public final class SpanHeap implements AutoCloseable {
      * Frees a segment that {@code allocate} or {@code allocateUninitialized} of this heap
      * returned. Any thread may free any block. The segment (and slices of it) must not be
      * accessed afterwards: the memory may be handed out again. A large block (over 1 MiB, or
-     * aligned above 4 KiB; with the {@linkplain Engine#MALLOC malloc engine} over 128 KiB),
-     * which is mapped for itself and may be unmapped here, has a scope of its own that this
-     * method closes: an access after the free throws
-     * {@link IllegalStateException}. For smaller blocks a use after free is not detected.
+     * aligned above 4 KiB; with the {@linkplain Engine#MALLOC malloc engine} over 128 KiB) is
+     * mapped for itself and has a scope of its own, closed before its memory is unmapped, so
+     * an access after that throws {@link IllegalStateException} instead of faulting. Closing
+     * a scope is a handshake with every thread, so the native engine keeps up to eight freed
+     * large blocks of at most 32 MiB (64 MiB in all) with their scopes open and hands them out
+     * again; {@link #trim()}, {@link #flushThreadCache()}, a failed allocation and
+     * {@link #close()} let them go. While a block is kept, and for smaller blocks always, a
+     * use after free is not detected.
      *
      * {@snippet :
      * MemorySegment s = heap.allocate(64);
@@ -407,7 +411,8 @@ public final class SpanHeap implements AutoCloseable {
 
     /**
      * Returns the free blocks cached by the calling thread, and by terminated threads, to
-     * the heap. Useful before a platform thread goes idle for a long time.
+     * the heap, and lets go of the freed large blocks it keeps (see {@link #free}). Useful
+     * before a platform thread goes idle for a long time.
      *
      * @throws IllegalStateException if the heap is closed
      */
@@ -420,8 +425,8 @@ public final class SpanHeap implements AutoCloseable {
      * many bytes that was. Free blocks cached by the calling thread and by terminated
      * threads return to the heap first (as {@link #flushThreadCache()}); then every free
      * span is released with {@code madvise(MADV_DONTNEED)} down to its header page, also
-     * those the heap keeps resident for fast reuse, and the freed large mappings kept for
-     * reuse are unmapped. Blocks in use, and the free blocks and spare spans of other live
+     * those the heap keeps resident for fast reuse, and the freed large blocks kept for
+     * reuse are unmapped (their segments' scopes closed first). Blocks in use, and the free blocks and spare spans of other live
      * threads, stay where they are.
      *
      * {@snippet :

@@ -590,10 +590,83 @@ class SpanHeapTest {
     }
 
     /**
+     * A freed large block is kept with its scope open and handed out again to the next large
+     * allocation it fits (no handshake), counted as cached meanwhile; trim() lets it go and
+     * closes its scope.
+     */
+    @Test
+    @Tag("native-engine") // the malloc engine keeps no large blocks
+    void freedLargeBlockIsKeptCountedAsCachedAndHandedOutAgain() {
+        long size = 4L << 20;
+        try (SpanHeap heap = SpanHeap.create()) {
+            MemorySegment s = heap.allocateUninitialized(size);
+            s.set(JAVA_LONG, 0, 5);
+            assertEquals(1, heap.stats().largeCount());
+            heap.free(s);
+            HeapStats kept = heap.stats();
+            assertEquals(0, kept.largeCount());
+            assertEquals(0, kept.largeBytes());
+            assertTrue(kept.cachedBytes() >= size, kept.toString());
+            assertTrue(kept.liveBytes() < size, kept.toString());
+            MemorySegment t = heap.allocate(size - 4096);   // fits the kept block, not twice smaller
+            assertEquals(s.address(), t.address());
+            assertSame(s.scope(), t.scope());
+            assertEquals(0, t.get(JAVA_LONG, 0), "allocate zeroes a kept block too");
+            assertEquals(1, heap.stats().largeCount());
+            heap.free(t);
+            MemorySegment half = heap.allocate(size / 2 - 4096); // less than half of it: not the kept block
+            assertNotEquals(s.address(), half.address());
+            heap.free(half);
+            heap.trim();
+            assertTrue(heap.stats().cachedBytes() < size / 2, heap.stats().toString());
+            assertThrows(IllegalStateException.class, () -> t.get(JAVA_LONG, 0));
+        }
+    }
+
+    /** Eight blocks are kept at most; the ninth freed one has its scope closed at its free. */
+    @Test
+    @Tag("native-engine")
+    void atMostEightLargeBlocksAreKept() {
+        long size = 2L << 20;
+        try (SpanHeap heap = SpanHeap.create()) {
+            List<MemorySegment> blocks = new ArrayList<>();
+            for (int i = 0; i < 9; i++) {
+                blocks.add(heap.allocateUninitialized(size));
+            }
+            for (MemorySegment b : blocks) {
+                heap.free(b);
+            }
+            for (int i = 0; i < 8; i++) {
+                blocks.get(i).get(JAVA_LONG, 0);     // kept: scope open
+            }
+            assertThrows(IllegalStateException.class, () -> blocks.get(8).get(JAVA_LONG, 0));
+            var e = assertThrows(IllegalStateException.class, () -> heap.free(blocks.get(0)));
+            assertTrue(e.getMessage().startsWith("double free"), e.getMessage());
+        }
+    }
+
+    /** Kept blocks still count against the byte limit; an allocation refused by it lets them go, then succeeds. */
+    @Test
+    @Tag("native-engine")
+    void keptLargeBlocksLeaveWhenTheByteLimitRefusesAnAllocation() {
+        long mib = 1L << 20;
+        try (SpanHeap heap = SpanHeap.builder().reserveBytes(1L << 32).byteLimit(8 * mib).build()) {
+            MemorySegment kept = heap.allocateUninitialized(6 * mib);
+            heap.free(kept);
+            MemorySegment bigger = heap.allocate(7 * mib);  // does not fit the kept one; 6 + 7 > 8
+            bigger.set(JAVA_LONG, 7 * mib - 8, 1);
+            assertThrows(IllegalStateException.class, () -> kept.get(JAVA_LONG, 0));
+            heap.free(bigger);
+        }
+    }
+
+    /**
      * A block mapped for itself (a large object: its free may unmap it) carries a scope of
      * its own: a use after free throws instead of faulting the JVM (it once crashed it with
-     * SIGSEGV), and so does a use after the heap's close. 2 MiB: a mapping the native core may
-     * keep for reuse; 40 MiB: one it always unmaps.
+     * SIGSEGV), and so does a use after the heap's close. 2 MiB: a block the heap keeps, scope
+     * open, to hand out again (a use after free is then not detected) until {@code trim()}
+     * lets it go, and a mapping the native core may keep for reuse; 40 MiB: one it never
+     * keeps.
      */
     @ParameterizedTest
     @ValueSource(longs = {2L << 20, 40L << 20})
@@ -606,6 +679,7 @@ class SpanHeapTest {
             assertEquals(7, s.get(JAVA_LONG, size - 8));
             assertTrue(heap.usableSize(s) >= size);
             heap.free(s);
+            heap.trim();
             assertThrows(IllegalStateException.class, () -> s.get(JAVA_LONG, 0));
             assertThrows(IllegalStateException.class, () -> s.set(JAVA_LONG, size - 8, 1));
             var e = assertThrows(IllegalStateException.class, () -> heap.free(s));

@@ -121,13 +121,7 @@ public class ArenaHeapCloseTest {
 
     @Actor
     public void closer(III_Result r) {
-        SpanHeap h = (SpanHeap) HEAP.getAcquire(this);
-        if (h == null) {
-            r.r2 = 0;
-        } else {
-            h.close();
-            r.r2 = 1;
-        }
+        r.r2 = HeapCloseRace.closeIfPublished((SpanHeap) HEAP.getAcquire(this));
     }
 
     @Arbiter

@@ -100,27 +100,11 @@ public class HeapCloseTest {
 
     @Actor
     public void closer(III_Result r) {
-        SpanHeap h = (SpanHeap) HEAP.getAcquire(this);
-        if (h == null) {
-            r.r2 = 0;
-        } else {
-            h.close();
-            r.r2 = 1;
-        }
+        r.r2 = HeapCloseRace.closeIfPublished((SpanHeap) HEAP.getAcquire(this));
     }
 
     @Arbiter
     public void arbiter(III_Result r) {
-        SpanHeap h = (SpanHeap) HEAP.getAcquire(this);
-        if (h == null || h.isOpen()) {
-            r.r3 = 1;
-            return;
-        }
-        try {
-            h.allocate(16);
-            r.r3 = 1;
-        } catch (IllegalStateException e) {
-            r.r3 = 0;
-        }
+        r.r3 = HeapCloseRace.refusesAllocationOnceClosed((SpanHeap) HEAP.getAcquire(this));
     }
 }

@@ -14,11 +14,12 @@ final class HeapStatsReader {
     }
 
     /**
-     * {@return the stats in {@code s}, with the blocks held in Java thread caches counted as
-     * cached rather than live} The native core counts a cached block as live (it handed it
-     * out); {@code cached[c]} is the number of class c's blocks in the caches.
+     * {@return the stats in {@code s}, with the blocks held in Java thread caches and the
+     * kept large blocks counted as cached rather than live} The native core counts such a
+     * block as live (it handed it out and has not had it back); {@code cached[c]} is the
+     * number of class c's blocks in the caches, {@code keptLarge} the kept large blocks.
      */
-    static HeapStats read(MemorySegment s, SizeClassTable classes, long[] cached) {
+    static HeapStats read(MemorySegment s, SizeClassTable classes, long[] cached, KeptLargeBlocks.Totals keptLarge) {
         long cachedBytes = 0;
         List<HeapStats.SizeClass> perClass = new ArrayList<>(classes.count);
         for (int c = 0; c < classes.count; c++) {
@@ -28,14 +29,15 @@ final class HeapStatsReader {
             perClass.add(new HeapStats.SizeClass(c, classes.blockSize[c],
                     Math.max(0, live - cached[c]), cached[c], spans));
         }
+        cachedBytes += keptLarge.bytes();
         return new HeapStats(
                 s.get(JAVA_LONG, SpanLayout.STATS_RESERVED),
                 s.get(JAVA_LONG, SpanLayout.STATS_COMMITTED),
                 s.get(JAVA_LONG, SpanLayout.STATS_RESIDENT),
                 Math.max(0, s.get(JAVA_LONG, SpanLayout.STATS_LIVE) - cachedBytes),
                 cachedBytes,
-                s.get(JAVA_LONG, SpanLayout.STATS_LARGE_BYTES),
-                s.get(JAVA_LONG, SpanLayout.STATS_LARGE_COUNT),
+                Math.max(0, s.get(JAVA_LONG, SpanLayout.STATS_LARGE_BYTES) - keptLarge.bytes()),
+                Math.max(0, s.get(JAVA_LONG, SpanLayout.STATS_LARGE_COUNT) - keptLarge.count()),
                 s.get(JAVA_LONG, SpanLayout.STATS_LIMIT),
                 s.get(JAVA_LONG, SpanLayout.STATS_LIMITED),
                 s.get(JAVA_LONG, SpanLayout.STATS_SPANS_CARVED),

@@ -47,14 +47,28 @@ final class OwnScopes {
      * @throws IllegalStateException "heap is closed" if the heap closed meanwhile
      */
     MemorySegment segment(long address, long size) {
-        Arena own = Arena.ofShared();
+        Arena own = byAddress.get(address);     // a kept block handed out again: adopt() put its scope
+        if (own == null) {
+            own = Arena.ofShared();
+            byAddress.put(address, own);
+        }
         MemorySegment s = MemorySegment.ofAddress(address).reinterpret(size, own, null);
-        byAddress.put(address, own);
-        if (!heapScope.isAlive() && byAddress.remove(address, own)) {
-            SharedArenas.close(own);               // raced with close(): the heap is gone, and so is the block
+        if (!heapScope.isAlive()) {
+            // Raced with close(): the heap is gone, and so is the block. Close the scope even if
+            // closeAll() cleared the map between our put and this check (close is idempotent).
+            byAddress.remove(address, own);
+            SharedArenas.close(own);
             throw HeapErrors.closed();
         }
         return s;
+    }
+
+    /**
+     * Makes a block that is handed out again (see {@link KeptLargeBlocks}) live with its
+     * still open scope {@code own}; the next {@link #segment} of {@code address} uses it.
+     */
+    void adopt(long address, Arena own) {
+        byAddress.put(address, own);
     }
 
     /** {@return whether {@code segment} starts a live block of this heap with a scope of its own} */
@@ -76,6 +90,19 @@ final class OwnScopes {
      * @throws IllegalArgumentException if {@code segment} is not such a block of this heap
      */
     void closeForFree(MemorySegment segment) {
+        SharedArenas.close(release(segment));
+    }
+
+    /**
+     * Takes the block that {@code segment}, a segment not of the heap's lifetime scope,
+     * starts out of the live ones and returns its scope, still open: the caller closes it,
+     * or keeps the block to hand out again with it.
+     *
+     * @throws IllegalStateException if the block's scope was closed by an earlier free
+     *         ("double free"), or the heap is closed
+     * @throws IllegalArgumentException if {@code segment} is not such a block of this heap
+     */
+    Arena release(MemorySegment segment) {
         Arena own = scopeOf(segment);
         if (own == null) {
             if (!heapScope.isAlive()) {
@@ -90,7 +117,7 @@ final class OwnScopes {
         if (!byAddress.remove(segment.address(), own)) {
             throw HeapErrors.doubleFree(segment.address());     // another thread freed it just now
         }
-        SharedArenas.close(own);
+        return own;
     }
 
     /** Closes every scope: the heap is closing. */

@@ -8,6 +8,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.List;
 
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -294,6 +295,12 @@ public final class SpanHeapImpl implements HeapEngine {
                         return allocateDirect(size, MIN_ALIGNMENT);
                     }
                 }
+            } else if (alignment <= PAGE) {
+                KeptLargeBlocks.Kept k = kept.take(size);
+                if (k != null) {
+                    ownScopes.adopt(k.address(), k.scope()); // segment() gives it this scope again
+                    return k.address();
+                }
             }
             return allocateDirect(size, alignment);
         } catch (IllegalStateException e) {
@@ -339,6 +346,12 @@ public final class SpanHeapImpl implements HeapEngine {
 
     /** Scopes of the live large objects. */
     private final OwnScopes ownScopes;
+
+    /** Freed large blocks kept with their scopes open, to hand out again without a handshake. */
+    private final KeptLargeBlocks kept = new KeptLargeBlocks();
+
+    /** Alignment of every large block (the native core maps them page-aligned at least). */
+    private static final long PAGE = 4096;
 
     private long allocateDirect(long size, long alignment) {
         if ((boolean) CLOSING.getOpaque(this)) {
@@ -420,10 +433,40 @@ public final class SpanHeapImpl implements HeapEngine {
         freeAddress(segment.address());
     }
 
-    /** Frees an individually mapped block: closes its scope, then frees (unmaps) it. */
+    /**
+     * Frees an individually mapped block: keeps it with its scope open to hand out again
+     * ({@link KeptLargeBlocks}) if there is room, else closes its scope (a handshake) and
+     * frees (unmaps) it.
+     */
     private void freeOwnScope(MemorySegment segment) {
-        ownScopes.closeForFree(segment);
-        freeAddress(segment.address());
+        long address = segment.address();
+        if (kept.holds(segment)) {
+            throw doubleFree(address);             // kept by its first free: its scope is still open
+        }
+        Arena own = ownScopes.release(segment);
+        long usable;
+        try {
+            usable = KeptLargeBlocks.eligible(segment.byteSize()) ? NativeHeap.usableSize(handle, address) : 0;
+        } catch (IllegalStateException closing) {
+            usable = 0;                            // the heap closes: free it as before, which names that
+        }
+        if (usable == 0 || !kept.keep(new KeptLargeBlocks.Kept(address, usable, own))) {
+            SharedArenas.close(own);
+            freeAddress(address);
+        }
+    }
+
+    /** Closes the scopes of the kept large blocks and frees them; {@code closing}: keep none from now on. */
+    private void dropKeptLargeBlocks(boolean closing) {
+        List<KeptLargeBlocks.Kept> all = kept.takeAll(closing);
+        for (KeptLargeBlocks.Kept k : all) {
+            SharedArenas.close(k.scope());         // every scope first: a free below may throw (heap closing)
+        }
+        if (!closing) {
+            for (KeptLargeBlocks.Kept k : all) {
+                freeAddress(k.address());
+            }
+        }
     }
 
     /**
@@ -656,6 +699,7 @@ public final class SpanHeapImpl implements HeapEngine {
 
     /** Slow path on a byte-limit or out-of-memory failure: return cached blocks, then retry. */
     private void reclaimCaches() {
+        dropKeptLargeBlocks(false);
         depot.drain(this::drainDepot);
         threadCaches.drainDead();
         ThreadCache own = threadCaches.own();
@@ -728,7 +772,7 @@ public final class SpanHeapImpl implements HeapEngine {
             try (Arena tmp = Arena.ofConfined()) {
                 MemorySegment s = tmp.allocate(SpanLayout.SH_HEAP_STATS);
                 NativeHeap.stats(handle, s);
-                return HeapStatsReader.read(s, classes, cached);
+                return HeapStatsReader.read(s, classes, cached, kept.totals());
             }
         } catch (IllegalStateException e) {
             throw closedOr(e);
@@ -813,6 +857,7 @@ public final class SpanHeapImpl implements HeapEngine {
         }
         SharedArenas.closeWithin(lifetime, CLOSE_PATIENCE_NANOS); // handshake: no thread is inside an access now
         ownScopes.closeAll();                      // segments of individually mapped blocks die too
+        dropKeptLargeBlocks(true);                 // and those of kept ones; the destroy unmaps them
         releaseRef();
     }
 

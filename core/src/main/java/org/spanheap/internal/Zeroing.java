@@ -12,8 +12,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 /**
  * Zeroing of native segments for {@code allocate} and arenas: libspanheap's {@code sh_zero}
  * once the library is loaded, else libc's {@code memset}. {@code sh_zero} is memset except
- * from 512 B to 512 KiB on x86-64 with AVX2, where a store loop is about 1.5x faster than
- * glibc's choice there (docs/java-core.md, Zeroing). Either is about twice the speed of
+ * from 512 B up on x86-64 with AVX2, where it is a vector store loop, as the JDK's
+ * {@code Unsafe.setMemory} is (docs/java-core.md, Zeroing). Either is about twice the speed of
  * {@link MemorySegment#fill} from 512 bytes up. Critical only while short: a critical call
  * holds off safepoints, so blocks above {@link #CRITICAL_MAX} go through the ordinary
  * transition. Where neither is found, {@code fill} does it all.
