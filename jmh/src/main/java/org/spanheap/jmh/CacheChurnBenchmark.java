@@ -3,6 +3,8 @@ package org.spanheap.jmh;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -147,6 +149,13 @@ public class CacheChurnBenchmark {
         JEMALLOC_FFM,
         MIMALLOC_FFM,
         /**
+         * glibc's blocks named by handles: a table of generation-checked entries in front of
+         * {@code MALLOC_FFM}, with nothing else (no pages, no moves, no epochs, no limbo). Not a
+         * store to use (a read racing a free is safe here only because the benchmark's shard
+         * locks order them); the floor of what naming values by handles costs on this churn.
+         */
+        HANDLES_ON_MALLOC,
+        /**
          * Values as {@code byte[]} on the Java heap (zeroed by the JVM, then copied): what a cache
          * with on-heap values does, and in memory mode a control for the JVM's own RSS growth (with
          * a fixed, pre-touched Java heap its values add no RSS).
@@ -168,6 +177,8 @@ public class CacheChurnBenchmark {
                 case JEMALLOC_FFM -> new NativeStore(Allocator.JEMALLOC_FFM.open(), () -> -1);
                 case MIMALLOC_FFM -> new NativeStore(Allocator.MIMALLOC_FFM.open(),
                         NativeMallocPeer.Mimalloc::committedBytes);
+                case HANDLES_ON_MALLOC -> new HandleTableStore(new NativeStore(Allocator.MALLOC_FFM.open(),
+                        ChurnTarget.GlibcMallinfo::committedBytes));
                 case JAVA_HEAP -> new JavaHeapStore();
             };
         }
@@ -552,6 +563,85 @@ public class CacheChurnBenchmark {
         }
     }
 
+    /**
+     * {@link NativeStore}'s blocks behind a handle table (see {@link Store#HANDLES_ON_MALLOC}):
+     * per entry a state word (generation, live bit, size) and the address, in one {@code long[]};
+     * a handle is generation and index. Allocation publishes the entry with a release store, a
+     * read checks the state (acquire) before it follows the address, a free retires the entry by
+     * CAS and keeps its index in the freeing thread's stack for its next allocation.
+     */
+    static final class HandleTableStore implements ValueStore {
+        private static final VarHandle WORDS = MethodHandles.arrayElementVarHandle(long[].class);
+        private static final long LIVE = 1L << 62;
+        private static final int MAX_ENTRIES = 1 << 22;
+
+        private final NativeStore blocks;
+        private final long[] words = new long[2 * MAX_ENTRIES];
+        private final java.util.concurrent.atomic.AtomicInteger fresh = new java.util.concurrent.atomic.AtomicInteger(1);
+        private final ThreadLocal<int[]> freeIndices = ThreadLocal.withInitial(() -> new int[1]);
+
+        HandleTableStore(NativeStore blocks) {
+            this.blocks = blocks;
+        }
+
+        @Override
+        public long maxValueSize() {
+            return blocks.maxValueSize();
+        }
+
+        @Override
+        public void allocate(MemorySegment source, int size, NewValue value) {
+            blocks.allocate(source, size, value);
+            long address = value.ref;
+            int[] stack = freeIndices.get();
+            int i = stack[0] > 0 ? stack[stack[0]--] : fresh.getAndIncrement();
+            if (i >= MAX_ENTRIES) {
+                throw new IllegalStateException("handle table full");
+            }
+            long generation = (words[2 * i] >>> 42) & 0xFFFFF;
+            words[2 * i + 1] = address;
+            WORDS.setRelease(words, 2 * i, generation << 42 | LIVE | size);
+            value.ref = generation << 32 | i;
+        }
+
+        @Override
+        public long readEnds(long handle, MemorySegment unused, int size) {
+            int i = (int) handle;
+            long state = (long) WORDS.getAcquire(words, 2 * i);
+            if ((state & LIVE) == 0 || ((state >>> 42) & 0xFFFFF) != (handle >>> 32)) {
+                throw new IllegalStateException("stale handle " + Long.toHexString(handle));
+            }
+            return blocks.readEnds(words[2 * i + 1], null, size);
+        }
+
+        @Override
+        public void free(long handle, MemorySegment unused, int size) {
+            int i = (int) handle;
+            long state = (long) WORDS.getAcquire(words, 2 * i);
+            if ((state & LIVE) == 0 || ((state >>> 42) & 0xFFFFF) != (handle >>> 32)
+                    || !WORDS.compareAndSet(words, 2 * i, state, ((state >>> 42) + 1 & 0xFFFFF) << 42)) {
+                throw new IllegalStateException("stale handle " + Long.toHexString(handle));
+            }
+            blocks.free(words[2 * i + 1], null, size);
+            int[] stack = freeIndices.get();
+            if (stack[0] + 1 == stack.length) {
+                stack = java.util.Arrays.copyOf(stack, stack.length * 2);
+                freeIndices.set(stack);
+            }
+            stack[++stack[0]] = i;
+        }
+
+        @Override
+        public long committedBytes() {
+            return blocks.committedBytes();
+        }
+
+        @Override
+        public void close() {
+            blocks.close();
+        }
+    }
+
     /** A C allocator through FFM downcalls; the index keeps the address. */
     @SuppressWarnings("restricted") // reads at raw addresses are what a user of malloc does
     static final class NativeStore implements ValueStore {
@@ -659,7 +749,7 @@ public class CacheChurnBenchmark {
         CommandLine cli = new CommandLine(CacheChurnBenchmark.class,
                 "Memory mode of CacheChurnBenchmark: the cache churn on one store, sampled every 250 ms.");
         OptionSpec<Store> storeOption = cli.parser().accepts("store", "the store: COMPACTING, SPANHEAP, MALLOC_FFM,"
-                + " JEMALLOC_FFM, MIMALLOC_FFM").withRequiredArg().describedAs("STORE").ofType(Store.class)
+                + " JEMALLOC_FFM, MIMALLOC_FFM, HANDLES_ON_MALLOC (the floor of a store of handles)").withRequiredArg().describedAs("STORE").ofType(Store.class)
                 .defaultsTo(Store.COMPACTING);
         OptionSpec<Double> secondsOption = cli.parser().accepts("seconds", "how long the churn runs")
                 .withRequiredArg().describedAs("S").ofType(Double.class).defaultsTo(10.0);

@@ -36,6 +36,11 @@ import org.spanheap.CompactingHeap;
  * {@code MIMALLOC_FFM}: a value is the peer's block, the copy goes through its segment. No store
  * zeroes.
  *
+ * <p>Two reads split {@code read} in its parts: {@code readSize} is the resolution without the
+ * value, {@code readResolvedOnce} the value without the resolution. With {@code -p keys=16384
+ * -p maxSize=8192} (about 66 MiB of values) the values no longer fit the caches, and a read
+ * shows what the handle's entry costs when it has to come from memory too.
+ *
  * <p>Run: {@code java --enable-native-access=ALL-UNNAMED -jar jmh/target/benchmarks.jar
  * CompactReplaceBenchmark -f 1 -wi 3 -i 5 -w 1s -r 1s}. Score: nanoseconds per operation.
  */
@@ -66,6 +71,8 @@ public class CompactReplaceBenchmark {
     private Object[] blocks;
     private int[] sizes;
     private int[] order;
+    /** Every value's segment, resolved once at set-up ({@link #readResolvedOnce}). */
+    private MemorySegment[] resolved;
     private MemorySegment source;
     private Arena sourceArena;
     private int next;
@@ -96,6 +103,10 @@ public class CompactReplaceBenchmark {
             for (int k = 0; k < keys; k++) {
                 blocks[k] = newBlock(sizes[k]);
             }
+        }
+        resolved = new MemorySegment[keys];
+        for (int k = 0; k < keys; k++) {
+            resolved[k] = heap != null ? heap.segment(handles[k]) : peer.segment(blocks[k]);
         }
     }
 
@@ -128,6 +139,27 @@ public class CompactReplaceBenchmark {
     public long read() {
         int key = order[next++ & (SEQUENCE - 1)];
         MemorySegment s = heap != null ? heap.segment(handles[key]) : peer.segment(blocks[key]);
+        return s.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) + s.get(ValueLayout.JAVA_LONG_UNALIGNED, s.byteSize() - 8);
+    }
+
+    /**
+     * Reads the size of one value: for {@code COMPACTING} the handle's resolution without the
+     * value (the entry's state), for the others the segment's size field.
+     */
+    @Benchmark
+    public long readSize() {
+        int key = order[next++ & (SEQUENCE - 1)];
+        return heap != null ? heap.size(handles[key]) : peer.segment(blocks[key]).byteSize();
+    }
+
+    /**
+     * Reads both ends of one value through a segment resolved at set-up: the value's memory
+     * without the handle's resolution. For {@code COMPACTING} valid while no epoch changes, as
+     * none does when nothing is freed (an epoch change would make this throw, not mismeasure).
+     */
+    @Benchmark
+    public long readResolvedOnce() {
+        MemorySegment s = resolved[order[next++ & (SEQUENCE - 1)]];
         return s.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) + s.get(ValueLayout.JAVA_LONG_UNALIGNED, s.byteSize() - 8);
     }
 
