@@ -424,7 +424,7 @@ public final class CompactFitHeap {
 
     /**
      * A large object: its own zeroed mapping, never moved. Its entry has no
-     * page; the slot word holds the mapping's size in OS pages.
+     * page; its mapping's size follows from its size ({@link OsMemory#mappedSize}).
      */
     private long allocateLarge(long size, MemorySegment contents, Consumer<? super MemorySegment> init) {
         if (size > HandleTable.MAX_SIZE) {
