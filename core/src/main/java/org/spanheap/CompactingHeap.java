@@ -430,6 +430,26 @@ public final class CompactingHeap implements AutoCloseable {
         return core.stats();
     }
 
+    /**
+     * {@return the bytes of the heap's memory that are in RAM now}: of its pages, its kept
+     * pages and large mappings, and its large objects, asked of the OS page by page
+     * ({@code mincore}). At most {@link CompactingHeapStats#committedBytes()} and usually less:
+     * a page's or a large object's memory that was never written takes none. Where the OS
+     * cannot say (outside Linux) it is the committed bytes.
+     *
+     * <p>Not part of {@link #stats()} because of its cost: it collects the address ranges
+     * under the round lock (a walk of the handle table: no reclaim or compaction round runs
+     * meanwhile, while allocations, frees and accesses go on), then asks the OS about them, a
+     * system call per run of adjacent pages. Measured for 117 MiB in 25,000 objects: 1.5 ms
+     * under the lock, 5 ms of system calls after it. A snapshot: what concurrent allocations
+     * add meanwhile is missed, and memory given back meanwhile counts 0.
+     *
+     * @throws IllegalStateException if the heap is closed
+     */
+    public long residentBytes() {
+        return core.residentBytes();
+    }
+
     /** {@return the largest object size: {@link #MAX_OBJECT_SIZE}} */
     public long maxObjectSize() {
         return MAX_OBJECT_SIZE;

@@ -24,6 +24,9 @@ public interface CompactingHeapMXBean {
     /** {@return {@link CompactingHeapStats#committedBytes()}} */
     long getCommittedBytes();
 
+    /** {@return {@link CompactingHeap#residentBytes()}: asked of the OS at every read} */
+    long getResidentBytes();
+
     /** {@return {@link CompactingHeapStats#pages()}} */
     long getPages();
 

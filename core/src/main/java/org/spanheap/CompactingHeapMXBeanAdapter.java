@@ -36,6 +36,11 @@ final class CompactingHeapMXBeanAdapter implements CompactingHeapMXBean {
     }
 
     @Override
+    public long getResidentBytes() {
+        return heap.residentBytes();
+    }
+
+    @Override
     public long getPages() {
         return heap.stats().pages();
     }

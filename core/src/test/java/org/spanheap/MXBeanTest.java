@@ -75,6 +75,8 @@ class MXBeanTest {
             assertEquals(s.liveObjects(), SERVER.getAttribute(expected, "LiveObjects"));
             assertEquals(s.blockBytes(), SERVER.getAttribute(expected, "BlockBytes"));
             assertEquals(s.committedBytes(), SERVER.getAttribute(expected, "CommittedBytes"));
+            long resident = (Long) SERVER.getAttribute(expected, "ResidentBytes");
+            assertTrue(resident <= s.committedBytes(), resident + " resident > committed " + s.committedBytes());
             assertEquals(s.pages(), SERVER.getAttribute(expected, "Pages"));
             assertEquals(s.movedBytes(), SERVER.getAttribute(expected, "MovedBytes"));
             assertEquals(s.compactionIncrements(), SERVER.getAttribute(expected, "CompactionIncrements"));

@@ -99,6 +99,11 @@ final class CacheMXBeanAdapter implements OffHeapCacheMXBean {
     }
 
     @Override
+    public long getResidentBytes() {
+        return cache.residentBytes();
+    }
+
+    @Override
     public long getMovedBytes() {
         return cache.stats().movedBytes();
     }

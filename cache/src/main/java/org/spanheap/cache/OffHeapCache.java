@@ -475,6 +475,18 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     }
 
     /**
+     * {@return the bytes of the cache's off-heap memory that are in RAM now}, asked of the OS: at most {@link CacheStats#committedBytes()}, less where memory the heap
+     * holds was never written (see {@link CompactingHeap#residentBytes()}, which this is, for
+     * its cost: not part of {@link #stats()} for that reason).
+     *
+     * @throws IllegalStateException if the cache is closed
+     */
+    public long residentBytes() {
+        checkOpen();
+        return heap.residentBytes();
+    }
+
+    /**
      * Drops every entry (without removal notifications) and gives all the
      * cache's off-heap memory back. Idempotent; any other call afterwards throws
      * {@link IllegalStateException}.

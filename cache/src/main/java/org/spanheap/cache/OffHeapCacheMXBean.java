@@ -5,7 +5,7 @@ package org.spanheap.cache;
  * {@link OffHeapCache.Builder#registerMXBean(String)} under
  * {@code org.spanheap:type=OffHeapCache,name=<name>} and unregistered by
  * {@link OffHeapCache#close()}. Each attribute is read from a fresh
- * {@link CacheStats} snapshot.
+ * {@link CacheStats} snapshot, except {@code ResidentBytes}, which asks the OS.
  */
 public interface OffHeapCacheMXBean {
     /** {@return lookups that found a value} */
@@ -40,6 +40,9 @@ public interface OffHeapCacheMXBean {
 
     /** {@return off-heap memory the cache's heap holds} */
     long getCommittedBytes();
+
+    /** {@return the part of the committed bytes in RAM now: {@link OffHeapCache#residentBytes()}, asked of the OS at every read} */
+    long getResidentBytes();
 
     /** {@return bytes compaction has moved} */
     long getMovedBytes();

@@ -35,6 +35,8 @@ class OffHeapCacheObservabilityTest {
             assertEquals(c.charge(IndexKeys.OBJECT_KEY_BYTES + 1, 100), server.getAttribute(name, "ChargedBytes"));
             assertEquals(100L, server.getAttribute(name, "LiveBytes"));
             assertEquals((long) (1 << 20), server.getAttribute(name, "CapacityBytes"));
+            long resident = (Long) server.getAttribute(name, "ResidentBytes");
+            assertTrue(resident <= c.stats().committedBytes(), resident + " resident > committed");
             // a second cache cannot take the same name, and leaves nothing behind
             IllegalArgumentException taken = assertThrows(IllegalArgumentException.class,
                     () -> OffHeapCache.builder(Serializers.utf8(), Serializers.bytes()).capacity(1 << 20)
@@ -42,6 +44,30 @@ class OffHeapCacheObservabilityTest {
             assertTrue(taken.getMessage().contains("sessions"), taken.getMessage());
         }
         assertFalse(server.isRegistered(name));
+    }
+
+    @Test
+    void residentBytesCountWhatTheValuesWroteWithinWhatIsCommitted() {
+        boolean linux = System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).startsWith("linux");
+        try (OffHeapCache<Long, byte[]> c = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
+                .capacity(64 << 20).build()) {
+            byte[] value = new byte[4000];
+            java.util.Arrays.fill(value, (byte) 7);
+            for (long k = 0; k < 2048; k++) {
+                c.put(k, value); // 8 MB of values, every byte written
+            }
+            long resident = c.residentBytes();
+            long committed = c.stats().committedBytes();
+            assertTrue(resident <= committed, resident + " resident > committed " + committed);
+            assertTrue(resident >= (linux ? 2048L * 4000 : committed), "resident " + resident);
+        }
+    }
+
+    @Test
+    void residentBytesOfAClosedCacheThrow() {
+        OffHeapCache<Long, byte[]> c = OffHeapCache.builder(Serializers.longs(), Serializers.bytes()).capacity(1 << 20).build();
+        c.close();
+        assertThrows(IllegalStateException.class, c::residentBytes);
     }
 
     @Test

@@ -492,8 +492,8 @@ public class CacheChurnBenchmark {
         public String notes() {
             CompactingHeapStats s = heap.stats();
             return String.format(Locale.ROOT, ", compact() calls %d, moved %.1f MiB, large objects %d, epochs %d"
-                    + " (longest close %.2f ms)", compactCalls, mib(s.movedBytes()), s.largeObjects(), s.epochs(),
-                    s.maxEpochCloseNanos() / 1e6);
+                    + " (longest close %.2f ms), resident %.1f MiB", compactCalls, mib(s.movedBytes()), s.largeObjects(),
+                    s.epochs(), s.maxEpochCloseNanos() / 1e6, mib(heap.residentBytes()));
         }
 
         @Override

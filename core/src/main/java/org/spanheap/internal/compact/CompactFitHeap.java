@@ -1248,6 +1248,57 @@ public final class CompactFitHeap {
     // ---- statistics ---------------------------------------------------------------
 
     /**
+     * The bytes of the heap's memory now in RAM, by asking the OS (see
+     * {@link org.spanheap.CompactingHeap#residentBytes}). Collects the ranges under the round
+     * lock, so that none of them is given back while it looks (only rounds, {@code trim} and
+     * {@code close} give memory back, and they take that lock), then asks the OS after
+     * releasing it: a round may give a range back meanwhile, which then counts 0.
+     */
+    public long residentBytes() {
+        MemoryRanges ranges = new MemoryRanges();
+        roundLock.lock();
+        try {
+            checkOpen();
+            if (!OsMemory.residencyKnown()) {
+                return committedBytes();
+            }
+            for (SizeClassPages c : classes) {
+                c.lock.lock();
+                try {
+                    for (int i = 0, n = c.pageCount(); i < n; i++) {
+                        ranges.add(c.pageAt(i).base, pageSize);
+                    }
+                } finally {
+                    c.lock.unlock();
+                }
+            }
+            source.addRanges(ranges);
+            largeCache.addRanges(ranges);
+            // large objects: live, or freed and waiting in the limbo (mapped until a round releases them)
+            for (int s = 0; s < Limbo.STRIPES; s++) {
+                for (int i = limbo.peek(s); i != HandleTable.NO_INDEX; i = table.link(i)) {
+                    addIfLarge(i, ranges);
+                }
+            }
+            for (int i = 1, n = table.capacity(); i < n; i++) {
+                if (HandleTable.isLive(table.stateAcquire(i))) {
+                    addIfLarge(i, ranges);
+                }
+            }
+        } finally {
+            roundLock.unlock();
+        }
+        return ranges.residentBytes();
+    }
+
+    private void addIfLarge(int index, MemoryRanges ranges) {
+        long address = table.address(index);
+        if (table.pageOf(index) == null && address != 0) {
+            ranges.add(address, OsMemory.mappedSize(HandleTable.size(table.stateAcquire(index))));
+        }
+    }
+
+    /**
      * A snapshot of the counters. Takes the round lock (so it waits for a
      * round in progress) to walk the limbo, whose objects are no longer live.
      */

@@ -101,6 +101,13 @@ final class LargeMappings {
         bytes += mapped;
     }
 
+    /** Adds the mappings held to {@code ranges} (to ask the OS which of their pages are in RAM). */
+    synchronized void addRanges(MemoryRanges ranges) {
+        for (int i = 0; i < count; i++) {
+            ranges.add(addresses[i], sizes[i]);
+        }
+    }
+
     /** Unmaps everything held. */
     synchronized void drain() {
         for (int i = 0; i < count; i++) {

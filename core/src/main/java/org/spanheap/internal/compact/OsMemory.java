@@ -45,6 +45,7 @@ final class OsMemory {
     private static final MethodHandle MUNMAP;
     private static final MethodHandle MADVISE;
     private static final MethodHandle MREMAP;
+    private static final MethodHandle MINCORE;
     private static final int MREMAP_MAYMOVE = 1;
 
     /** Whether the Linux calls are used; otherwise the C runtime's allocator stands in (see the class comment). */
@@ -66,11 +67,14 @@ final class OsMemory {
             MREMAP = linker.downcallHandle(libc.find("mremap").orElseThrow(),
                     FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
                             ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT), Linker.Option.firstVariadicArg(4));
+            MINCORE = libc.find("mincore").isEmpty() ? null : linker.downcallHandle(libc.find("mincore").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                            ValueLayout.ADDRESS));
             MADVISE = linker.downcallHandle(libc.find("madvise").orElseThrow(),
                     FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
                             ValueLayout.JAVA_INT));
         } else {
-            MMAP = MUNMAP = MREMAP = MADVISE = null;
+            MMAP = MUNMAP = MREMAP = MINCORE = MADVISE = null;
         }
     }
 
@@ -195,6 +199,41 @@ final class OsMemory {
         }
         MAPPED.addAndGet(to - from);
         return p;
+    }
+
+    /** Whether {@link #residentBytes} can ask the OS (Linux's {@code mincore}). */
+    static boolean residencyKnown() {
+        return MINCORE != null;
+    }
+
+    /** Bytes of residency vector {@link #residentBytes} wants: one byte per OS page of the longest range asked at once. */
+    static final int RESIDENCY_VECTOR_BYTES = 16 << 10;
+
+    /**
+     * {@return the bytes of {@code [address, address + bytes)} now in RAM, or -1 if a part of
+     * it is not mapped} by {@code mincore}, {@link #RESIDENCY_VECTOR_BYTES} pages per call, into
+     * {@code vector} (at least that long). Callers check {@link #residencyKnown()} first.
+     */
+    static long residentBytes(long address, long bytes, MemorySegment vector) {
+        long resident = 0;
+        long most = (long) RESIDENCY_VECTOR_BYTES * OS_PAGE;
+        for (long at = 0; at < bytes; at += most) {
+            long len = Math.min(most, bytes - at);
+            int rc;
+            try {
+                rc = (int) MINCORE.invokeExact(address + at, len, vector);
+            } catch (Throwable t) {
+                throw new AssertionError(t);
+            }
+            if (rc != 0) {
+                return -1;                         // ENOMEM: a page of it is not mapped (any more)
+            }
+            long pages = (len + OS_PAGE - 1) / OS_PAGE;
+            for (long p = 0; p < pages; p++) {
+                resident += (vector.get(ValueLayout.JAVA_BYTE, p) & 1) * OS_PAGE;
+            }
+        }
+        return resident;
     }
 
     /** Lets the OS take back the memory of {@code [address, address + bytes)}; it reads as zero afterwards. */

@@ -59,6 +59,13 @@ final class PageReserve implements PageSource {
         delegate.freePage(page);
     }
 
+    /** Adds the kept pages to {@code ranges} (to ask the OS which are in RAM). */
+    synchronized void addRanges(MemoryRanges ranges) {
+        for (int i = 0; i < count; i++) {
+            ranges.add(pages[i], pageSize);
+        }
+    }
+
     /** {@return the bytes of the pages given back to the delegate so far: a counter that only grows} */
     synchronized long releasedBytes() {
         return releasedBytes;
