@@ -13,6 +13,7 @@ import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
@@ -572,12 +573,15 @@ public class CacheChurnBenchmark {
      */
     static final class HandleTableStore implements ValueStore {
         private static final VarHandle WORDS = MethodHandles.arrayElementVarHandle(long[].class);
+        /** State word: generation (20 bits) at 42, then this bit, then the size below 42. */
         private static final long LIVE = 1L << 62;
+        private static final int GENERATION_SHIFT = 42;
+        private static final long GENERATION_MASK = (1L << 20) - 1;
         private static final int MAX_ENTRIES = 1 << 22;
 
         private final NativeStore blocks;
         private final long[] words = new long[2 * MAX_ENTRIES];
-        private final java.util.concurrent.atomic.AtomicInteger fresh = new java.util.concurrent.atomic.AtomicInteger(1);
+        private final AtomicInteger fresh = new AtomicInteger(1);
         private final ThreadLocal<int[]> freeIndices = ThreadLocal.withInitial(() -> new int[1]);
 
         HandleTableStore(NativeStore blocks) {
@@ -598,9 +602,9 @@ public class CacheChurnBenchmark {
             if (i >= MAX_ENTRIES) {
                 throw new IllegalStateException("handle table full");
             }
-            long generation = (words[2 * i] >>> 42) & 0xFFFFF;
+            long generation = generationOf(words[2 * i]);
             words[2 * i + 1] = address;
-            WORDS.setRelease(words, 2 * i, generation << 42 | LIVE | size);
+            WORDS.setRelease(words, 2 * i, generation << GENERATION_SHIFT | LIVE | size);
             value.ref = generation << 32 | i;
         }
 
@@ -608,7 +612,7 @@ public class CacheChurnBenchmark {
         public long readEnds(long handle, MemorySegment unused, int size) {
             int i = (int) handle;
             long state = (long) WORDS.getAcquire(words, 2 * i);
-            if ((state & LIVE) == 0 || ((state >>> 42) & 0xFFFFF) != (handle >>> 32)) {
+            if (!names(state, handle)) {
                 throw new IllegalStateException("stale handle " + Long.toHexString(handle));
             }
             return blocks.readEnds(words[2 * i + 1], null, size);
@@ -618,17 +622,26 @@ public class CacheChurnBenchmark {
         public void free(long handle, MemorySegment unused, int size) {
             int i = (int) handle;
             long state = (long) WORDS.getAcquire(words, 2 * i);
-            if ((state & LIVE) == 0 || ((state >>> 42) & 0xFFFFF) != (handle >>> 32)
-                    || !WORDS.compareAndSet(words, 2 * i, state, ((state >>> 42) + 1 & 0xFFFFF) << 42)) {
+            long dead = ((generationOf(state) + 1) & GENERATION_MASK) << GENERATION_SHIFT;
+            if (!names(state, handle) || !WORDS.compareAndSet(words, 2 * i, state, dead)) {
                 throw new IllegalStateException("stale handle " + Long.toHexString(handle));
             }
             blocks.free(words[2 * i + 1], null, size);
             int[] stack = freeIndices.get();
             if (stack[0] + 1 == stack.length) {
-                stack = java.util.Arrays.copyOf(stack, stack.length * 2);
+                stack = Arrays.copyOf(stack, stack.length * 2);
                 freeIndices.set(stack);
             }
             stack[++stack[0]] = i;
+        }
+
+        private static long generationOf(long state) {
+            return (state >>> GENERATION_SHIFT) & GENERATION_MASK;
+        }
+
+        /** Whether {@code state} is live with the generation {@code handle} carries. */
+        private static boolean names(long state, long handle) {
+            return (state & LIVE) != 0 && generationOf(state) == handle >>> 32;
         }
 
         @Override
@@ -749,7 +762,8 @@ public class CacheChurnBenchmark {
         CommandLine cli = new CommandLine(CacheChurnBenchmark.class,
                 "Memory mode of CacheChurnBenchmark: the cache churn on one store, sampled every 250 ms.");
         OptionSpec<Store> storeOption = cli.parser().accepts("store", "the store: COMPACTING, SPANHEAP, MALLOC_FFM,"
-                + " JEMALLOC_FFM, MIMALLOC_FFM, HANDLES_ON_MALLOC (the floor of a store of handles)").withRequiredArg().describedAs("STORE").ofType(Store.class)
+                + " JEMALLOC_FFM, MIMALLOC_FFM, HANDLES_ON_MALLOC (the floor of a store of handles)")
+                .withRequiredArg().describedAs("STORE").ofType(Store.class)
                 .defaultsTo(Store.COMPACTING);
         OptionSpec<Double> secondsOption = cli.parser().accepts("seconds", "how long the churn runs")
                 .withRequiredArg().describedAs("S").ofType(Double.class).defaultsTo(10.0);
