@@ -43,7 +43,7 @@ final class CacheIndex {
     private int cursor;
 
     /** @param longKeys whether every key is a {@code Long} (see {@link IndexSegment}) */
-    CacheIndex(long capacity, boolean longKeys, long expireAfterWriteNanos, long expireAfterAccessNanos) {
+    CacheIndex(long capacity, boolean longKeys, Expiry expiry) {
         int wanted = Integer.highestOneBit(Math.max(1, Runtime.getRuntime().availableProcessors() * 8));
         int n = 1;
         while (n < Math.min(64, wanted) && capacity / (n * 2L) >= MIN_SHARE) {
@@ -54,7 +54,7 @@ final class CacheIndex {
         for (int i = 0; i < n; i++) {
             // shares add up to the capacity exactly: the first segments take the remainder
             long share = capacity / n + (i < capacity % n ? 1 : 0);
-            segments[i] = new IndexSegment(share, longKeys, expireAfterWriteNanos, expireAfterAccessNanos);
+            segments[i] = new IndexSegment(share, longKeys, expiry);
         }
         this.shift = 32 - Integer.numberOfTrailingZeros(n);
     }
@@ -132,13 +132,13 @@ final class CacheIndex {
      * evicts until the capacity holds. {@return with {@code onlyIfAbsent}, the
      * handle already there (the new one was not stored), else 0}
      */
-    long put(Object key, int hash, long handle, int charge, long now, boolean onlyIfAbsent, Removals out) {
+    long put(Object key, int hash, long handle, int charge, long now, long deadline, boolean onlyIfAbsent, Removals out) {
         IndexSegment s = segmentOf(hash);
         long present;
         lock(s);
         try {
             long before = s.charged();
-            present = s.put(key, hash, handle, charge, now, onlyIfAbsent, out);
+            present = s.put(key, hash, handle, charge, now, deadline, onlyIfAbsent, out);
             addCharge(s.charged() - before);
         } finally {
             s.lock.unlock();

@@ -14,6 +14,9 @@ import jdk.jfr.StackTrace;
 /**
  * JFR event {@code org.spanheap.CacheStatistics}: every open {@link OffHeapCache}'s
  * figures, once per period (1 s by default) while a recording has it enabled.
+ * Its resident bytes are asked of the OS at each period ({@link OffHeapCache#residentBytes()}:
+ * a few milliseconds for a hundred MiB of values), so a recording that does not enable the
+ * event costs nothing.
  */
 @Name("org.spanheap.CacheStatistics")
 @Label("Off-heap cache statistics")
@@ -48,9 +51,19 @@ final class CacheStatisticsEvent extends jdk.jfr.Event {
     @DataAmount
     long capacityBytes;
 
+    @Label("Live")
+    @Description("Bytes of the values now stored, unrounded")
+    @DataAmount
+    long liveBytes;
+
     @Label("Committed")
     @DataAmount
     long committedBytes;
+
+    @Label("Resident")
+    @Description("Of the committed bytes, those in RAM, as the OS says (mincore where it can, else the committed bytes)")
+    @DataAmount
+    long residentBytes;
 
     @Label("Moved by compaction")
     @DataAmount
@@ -73,8 +86,10 @@ final class CacheStatisticsEvent extends jdk.jfr.Event {
     private static void emitAll() {
         for (OffHeapCache<?, ?> c : OPEN) {
             CacheStats s;
+            long resident;
             try {
                 s = c.stats();
+                resident = c.residentBytes();
             } catch (IllegalStateException closing) {
                 continue;
             }
@@ -87,7 +102,9 @@ final class CacheStatisticsEvent extends jdk.jfr.Event {
             e.entries = s.entries();
             e.chargedBytes = s.weightedBytes();
             e.capacityBytes = s.capacityBytes();
+            e.liveBytes = s.liveBytes();
             e.committedBytes = s.committedBytes();
+            e.residentBytes = resident;
             e.movedBytes = s.movedBytes();
             e.commit();
         }

@@ -54,7 +54,10 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p><b>Expiry</b> is checked on every lookup (an expired entry is a miss);
  * expired entries leave when the policy evicts them, when a write finds them
- * at the head of a queue, or at {@link #expireAll}.
+ * at the head of a queue or replaces them, or at {@link #expireAll}. An
+ * entry's own deadline (when {@link Expiry#deadlines()} is on) is a third
+ * bound beside the times after write and after access; the queues are not in
+ * deadline order, so the sweep at their heads finds such entries only by chance.
  */
 final class IndexSegment {
 
@@ -106,14 +109,17 @@ final class IndexSegment {
     private final long protectedMax;
     private final long expireAfterWriteNanos;
     private final long expireAfterAccessNanos;
+    /** Whether anything in this segment can expire. */
+    private final boolean expires;
     private final FrequencySketch sketch = new FrequencySketch();
 
     // ---- entries, by slot ----
     /** Words per entry: handle, links, the key or its hash, then the times of the expiries that are on. */
     private final int stride;
-    /** Offsets of the write and access times in an entry, or -1 when it has none. */
+    /** Offsets of the write and access times and of the entry's own deadline, or -1 when it has none. */
     private final int writtenWord;
     private final int accessedWord;
+    private final int deadlineWord;
     /**
      * The entries, one after the other: what one lookup reads of an entry sits
      * in one or two cache lines, where parallel arrays cost a miss per field.
@@ -148,11 +154,15 @@ final class IndexSegment {
      * @param longKeys whether every key is a {@code Long}: then the keys are kept
      *        as {@code long}s in the entries (8 bytes, compared without a pointer to follow)
      */
-    IndexSegment(long share, boolean longKeys, long expireAfterWriteNanos, long expireAfterAccessNanos) {
+    IndexSegment(long share, boolean longKeys, Expiry expiry) {
         this.share = share;
+        long expireAfterWriteNanos = expiry.afterWriteNanos();
+        long expireAfterAccessNanos = expiry.afterAccessNanos();
         int w = KEY_OR_HASH + 1;
         writtenWord = expireAfterWriteNanos > 0 ? w++ : -1;
         accessedWord = expireAfterAccessNanos > 0 ? w++ : -1;
+        deadlineWord = expiry.deadlines() ? w++ : -1;
+        expires = expiry.any();
         stride = w;
         words = new long[INITIAL_SLOTS * stride];
         if (!longKeys) {
@@ -215,7 +225,8 @@ final class IndexSegment {
         }
         int at = e == NONE ? -1 : e * stride;
         long handle = at < 0 ? 0 : w[at + HANDLE];
-        boolean expired = at >= 0 && writtenWord >= 0 && now - w[at + writtenWord] >= expireAfterWriteNanos;
+        boolean expired = at >= 0 && (writtenWord >= 0 && now - w[at + writtenWord] >= expireAfterWriteNanos
+                || deadlineWord >= 0 && now - w[at + deadlineWord] >= 0);
         VarHandle.loadLoadFence(); // the reads above complete before the version is read again
         if (version != v) {
             return RETRY;
@@ -257,22 +268,24 @@ final class IndexSegment {
     // ---- writes --------------------------------------------------------
 
     /**
-     * Stores {@code handle} for {@code key}. If an unexpired entry is there:
+     * Stores {@code handle} for {@code key}, to expire at {@code deadline} if
+     * entries have deadlines (see {@link Expiry#deadline}). If an unexpired entry is there:
      * with {@code onlyIfAbsent} leaves it and returns its handle; else replaces
-     * its handle (the old one goes to {@code out} as replaced) and returns 0.
+     * its handle and deadline (the old handle goes to {@code out} as replaced) and returns 0.
      * Without an entry, adds one to the window and returns 0. Then makes room
      * within this segment's share, never evicting this key's entry.
      */
-    long put(Object key, int hash, long handle, int charge, long now, boolean onlyIfAbsent, Removals out) {
+    long put(Object key, int hash, long handle, int charge, long now, long deadline, boolean onlyIfAbsent, Removals out) {
         beginChange();
         try {
-            return putChanging(key, hash, handle, charge, now, onlyIfAbsent, out);
+            return putChanging(key, hash, handle, charge, now, deadline, onlyIfAbsent, out);
         } finally {
             endChange();
         }
     }
 
-    private long putChanging(Object key, int hash, long handle, int charge, long now, boolean onlyIfAbsent, Removals out) {
+    private long putChanging(Object key, int hash, long handle, int charge, long now, long deadline, boolean onlyIfAbsent,
+            Removals out) {
         sweepExpired(now, out);
         int e = find(key, hash);
         if (e != NONE && expired(e, now)) {
@@ -295,12 +308,15 @@ final class IndexSegment {
             if (writtenWord >= 0) {
                 words[at + writtenWord] = now;
             }
+            if (deadlineWord >= 0) {
+                words[at + deadlineWord] = deadline;
+            }
             onAccess(e, now);
         } else {
             if (count == MAX_SLOTS) {
                 evictOne(NONE, now, out); // a cell names at most MAX_SLOTS slots
             }
-            e = insert(key, hash, handle, charge, now);
+            e = insert(key, hash, handle, charge, now, deadline);
         }
         admitFromWindow(e);
         while (charged > share && evictOne(e, now, out)) {
@@ -370,7 +386,7 @@ final class IndexSegment {
     }
 
     private void expireAllChanging(long now, Removals out) {
-        if (writtenWord < 0 && accessedWord < 0) {
+        if (!expires) {
             return;
         }
         for (int e = 0; e < slotsUsed; e++) {
@@ -499,7 +515,7 @@ final class IndexSegment {
     }
 
     private void sweepExpired(long now, Removals out) {
-        if (writtenWord < 0 && accessedWord < 0) {
+        if (!expires) {
             return;
         }
         for (int n = 0; n < SWEEP; n++) {
@@ -519,7 +535,8 @@ final class IndexSegment {
     private boolean expired(int e, long now) {
         int at = e * stride;
         return (writtenWord >= 0 && now - words[at + writtenWord] >= expireAfterWriteNanos)
-                || (accessedWord >= 0 && now - words[at + accessedWord] >= expireAfterAccessNanos);
+                || (accessedWord >= 0 && now - words[at + accessedWord] >= expireAfterAccessNanos)
+                || (deadlineWord >= 0 && now - words[at + deadlineWord] >= 0);
     }
 
     // ---- an entry's fields ---------------------------------------------
@@ -647,7 +664,7 @@ final class IndexSegment {
         return NONE;
     }
 
-    private int insert(Object key, int hash, long handle, int charge, long now) {
+    private int insert(Object key, int hash, long handle, int charge, long now, long deadline) {
         assert keys != null || hash == CacheIndex.hash((long) (Long) key) : "an entry of a long key recomputes its hash";
         if ((count + 1) * 4L > table.length * 3L) {
             rehash(table.length * 2);
@@ -677,6 +694,9 @@ final class IndexSegment {
         }
         if (accessedWord >= 0) {
             words[at + accessedWord] = now;
+        }
+        if (deadlineWord >= 0) {
+            words[at + deadlineWord] = deadline;
         }
         int mask = table.length - 1;
         int i = hash & mask;

@@ -28,7 +28,7 @@ import org.spanheap.StaleHandleException;
  * ({@link CompactingHeap#footprint(long)}: the value rounded up to its size
  * class), its key as the index holds it on the Java heap, and
  * {@value #ENTRY_OVERHEAD} bytes for its index entry ({@value #EXPIRY_OVERHEAD}
- * more for each kind of expiry that is on). The sum over all entries
+ * more for each kind of expiry that is on: after write, after access, per entry). The sum over all entries
  * stays within the capacity (once each operation's eviction has run). A value
  * too large to fit at all is refused with an {@link IllegalArgumentException}.
  *
@@ -64,7 +64,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      */
     public static final int ENTRY_OVERHEAD = 66;
 
-    /** Bytes charged per entry for each kind of expiry that is on: its time stamp (8 bytes) and the arrays' slack. */
+    /** Bytes charged per entry for each kind of expiry that is on: its time stamp or deadline (8 bytes) and the arrays' slack. */
     public static final int EXPIRY_OVERHEAD = 10;
 
     /** The largest value: an entry's charge, rounded as the index keeps it, must fit an {@code int}. */
@@ -84,6 +84,8 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     private final int entryOverhead;
     /** The time source, or null when nothing expires (then no clock is read). */
     private final Ticker ticker;
+    /** Whether entries may carry a time to live of their own ({@link Builder#variableExpiry()}). */
+    private final boolean deadlines;
     /** Loads in progress, one per key: other callers for the key wait for it. */
     private final ConcurrentHashMap<Object, Load> loading = new ConcurrentHashMap<>();
     private final LongAdder loads = new LongAdder();
@@ -102,17 +104,27 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         this.listener = b.listener;
         this.capacity = b.capacity;
         this.entryOverhead = ENTRY_OVERHEAD + (b.expireAfterWrite != null ? EXPIRY_OVERHEAD : 0)
-                + (b.expireAfterAccess != null ? EXPIRY_OVERHEAD : 0);
-        boolean expires = b.expireAfterWrite != null || b.expireAfterAccess != null;
-        this.ticker = !expires ? null : b.ticker != null ? b.ticker : Ticker.system();
-        this.index = new CacheIndex(b.capacity, keys.longs(), nanos(b.expireAfterWrite), nanos(b.expireAfterAccess));
+                + (b.expireAfterAccess != null ? EXPIRY_OVERHEAD : 0) + (b.variableExpiry ? EXPIRY_OVERHEAD : 0);
+        Expiry expiry = new Expiry(nanos(b.expireAfterWrite), nanos(b.expireAfterAccess), b.variableExpiry);
+        this.deadlines = b.variableExpiry;
+        this.ticker = !expiry.any() ? null : b.ticker != null ? b.ticker : Ticker.system();
+        this.index = new CacheIndex(b.capacity, keys.longs(), expiry);
         this.name = b.name != null ? b.name : "cache-" + Integer.toHexString(System.identityHashCode(this));
         this.mxBean = b.name != null ? registerOrClose(b.name) : null;
         CacheStatisticsEvent.opened(this);
     }
 
     private static long nanos(Duration d) {
-        return d == null ? 0 : d.toNanos();
+        return d == null ? 0 : saturatedNanos(d);
+    }
+
+    /** {@return {@code d} in nanoseconds, or {@link Long#MAX_VALUE} if it is longer than that (about 292 years)} */
+    private static long saturatedNanos(Duration d) {
+        try {
+            return d.toNanos();
+        } catch (ArithmeticException tooLong) {
+            return Long.MAX_VALUE;
+        }
     }
 
     private CacheMXBeanAdapter registerOrClose(String name) {
@@ -231,6 +243,35 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * @throws OutOfMemoryError if the heap cannot get memory from the OS
      */
     public void put(K key, V value) {
+        put(key, value, Expiry.FOREVER_NANOS);
+    }
+
+    /**
+     * Stores {@code value} for {@code key} to live {@code timeToLive} from now
+     * (or less, if the cache's own expiry after write or after access comes
+     * first), replacing any value stored before. From then on a lookup of the
+     * key misses; the entry itself leaves when a write or a lookup under its
+     * segment's lock meets it, when the policy evicts it, or at
+     * {@link #cleanUp()}, and until then it counts against the capacity. A
+     * {@link #put(Object, Object)} of the key later stores a value without a
+     * time to live of its own. If the serializer throws, it is rethrown and the
+     * cache is unchanged.
+     *
+     * @param key the key
+     * @param value the value
+     * @param timeToLive how long the value is kept at most, positive
+     * @throws NullPointerException if an argument is null
+     * @throws IllegalArgumentException if {@code timeToLive} is zero or negative,
+     *         or if the entry could never fit the capacity
+     * @throws IllegalStateException if the cache was built without
+     *         {@link Builder#variableExpiry()}, or is closed
+     * @throws OutOfMemoryError if the heap cannot get memory from the OS
+     */
+    public void put(K key, V value, Duration timeToLive) {
+        put(key, value, timeToLiveNanos(timeToLive));
+    }
+
+    private void put(K key, V value, long ttlNanos) {
         Objects.requireNonNull(key, "key");
         Objects.requireNonNull(value, "value");
         checkOpen();
@@ -240,10 +281,23 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         long handle = heap.allocate(size, segment -> values.write(value, segment));
         IndexSegment.Removals out = new IndexSegment.Removals();
         try {
-            index.put(k, CacheIndex.hash(k), handle, charge, now(), false, out);
+            long now = now();
+            index.put(k, CacheIndex.hash(k), handle, charge, now, Expiry.deadline(now, ttlNanos), false, out);
         } finally {
             release(out);
         }
+    }
+
+    /** Checks a time to live given for one entry: {@return it in nanoseconds} */
+    private long timeToLiveNanos(Duration timeToLive) {
+        Objects.requireNonNull(timeToLive, "timeToLive");
+        if (timeToLive.isNegative() || timeToLive.isZero()) {
+            throw new IllegalArgumentException("timeToLive must be positive: " + timeToLive);
+        }
+        if (!deadlines) {
+            throw new IllegalStateException("a time to live per entry needs a cache built with variableExpiry()");
+        }
+        return saturatedNanos(timeToLive);
     }
 
     /**
@@ -258,6 +312,30 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * @throws OutOfMemoryError if the heap cannot get memory from the OS
      */
     public boolean putIfAbsent(K key, V value) {
+        return putIfAbsent(key, value, Expiry.FOREVER_NANOS);
+    }
+
+    /**
+     * Stores {@code value} for {@code key} to live {@code timeToLive} from now,
+     * unless a value is stored for it (whose time to live is then left as it is);
+     * see {@link #put(Object, Object, Duration)}.
+     *
+     * @param key the key
+     * @param value the value
+     * @param timeToLive how long the value is kept at most, positive
+     * @return true if the value was stored, false if one was there
+     * @throws NullPointerException if an argument is null
+     * @throws IllegalArgumentException if {@code timeToLive} is zero or negative,
+     *         or if the entry could never fit the capacity
+     * @throws IllegalStateException if the cache was built without
+     *         {@link Builder#variableExpiry()}, or is closed
+     * @throws OutOfMemoryError if the heap cannot get memory from the OS
+     */
+    public boolean putIfAbsent(K key, V value, Duration timeToLive) {
+        return putIfAbsent(key, value, timeToLiveNanos(timeToLive));
+    }
+
+    private boolean putIfAbsent(K key, V value, long ttlNanos) {
         Objects.requireNonNull(key, "key");
         Objects.requireNonNull(value, "value");
         checkOpen();
@@ -271,7 +349,8 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         long handle = heap.allocate(size, segment -> values.write(value, segment));
         IndexSegment.Removals out = new IndexSegment.Removals();
         try {
-            if (index.put(k, hash, handle, charge, now(), true, out) != 0) {
+            long now = now();
+            if (index.put(k, hash, handle, charge, now, Expiry.deadline(now, ttlNanos), true, out) != 0) {
                 heap.free(handle); // never published
                 return false;
             }
@@ -286,7 +365,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * {@code loader}, stores it and returns it. Concurrent calls for one key run
      * the loader once. If the loader returns null nothing is stored and null is
      * returned; if it (or the serializer) throws, the exception propagates and
-     * nothing is stored.
+     * nothing is stored. A loaded value has no time to live of its own.
      *
      * @param key the key
      * @param loader computes the value of a key
@@ -355,7 +434,8 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         }
         IndexSegment.Removals out = new IndexSegment.Removals();
         try {
-            if (index.put(k, hash, handle, charge, now(), true, out) != 0) {
+            long now = now();
+            if (index.put(k, hash, handle, charge, now, Expiry.deadline(now, Expiry.FOREVER_NANOS), true, out) != 0) {
                 heap.free(handle); // a put stored a value meanwhile: it stays, the caller gets what it loaded
             }
             loads.increment();
@@ -592,6 +672,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         private long capacity = -1;
         private Duration expireAfterWrite;
         private Duration expireAfterAccess;
+        private boolean variableExpiry;
         private Ticker ticker;
         private RemovalListener<? super K, ? super V> listener;
         private CompactingHeap.Builder heapBuilder = defaultHeap();
@@ -639,6 +720,20 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
          */
         public Builder<K, V> expireAfterAccess(Duration duration) {
             this.expireAfterAccess = positive(duration, "expireAfterAccess");
+            return this;
+        }
+
+        /**
+         * Lets entries be given a time to live of their own, with
+         * {@link OffHeapCache#put(Object, Object, Duration)} and
+         * {@link OffHeapCache#putIfAbsent(Object, Object, Duration)}; entries
+         * stored otherwise have none. Each entry is then charged
+         * {@value OffHeapCache#EXPIRY_OVERHEAD} bytes more for its deadline.
+         *
+         * @return this builder
+         */
+        public Builder<K, V> variableExpiry() {
+            this.variableExpiry = true;
             return this;
         }
 

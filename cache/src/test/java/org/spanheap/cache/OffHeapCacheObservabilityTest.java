@@ -95,6 +95,9 @@ class OffHeapCacheObservabilityTest {
         RecordedEvent last = events.get(events.size() - 1);
         assertEquals(100, last.getLong("entries"));
         assertTrue(last.getLong("committedBytes") >= 100 * 1000, last.toString());
+        assertTrue(last.getLong("liveBytes") >= 100 * 1000, last.toString());
+        assertTrue(last.getLong("residentBytes") >= last.getLong("liveBytes")
+                && last.getLong("residentBytes") <= last.getLong("committedBytes"), last.toString());
         assertEquals(1 << 20, last.getLong("capacityBytes"));
     }
 }

@@ -11,6 +11,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -327,6 +328,69 @@ class OffHeapCacheTest {
             }
             assertArrayEquals(new byte[1], c.get("read"));
             assertNull(c.get("idle"));
+        }
+    }
+
+    @Test
+    void entriesLiveTheirOwnTimeToLive() {
+        AtomicLong now = new AtomicLong();
+        List<String> removed = new ArrayList<>();
+        try (OffHeapCache<String, String> c = OffHeapCache.builder(Serializers.utf8(), Serializers.utf8())
+                .capacity(1 << 20).variableExpiry().ticker(now::get)
+                .removalListener((k, v, cause) -> removed.add(k + "=" + v + ":" + cause)).build()) {
+            c.put("short", "s", Duration.ofSeconds(1));
+            c.put("long", "l", Duration.ofHours(1));
+            c.put("forever", "f");
+            assertFalse(c.putIfAbsent("short", "other", Duration.ofDays(1)), "present: left as it is");
+            assertTrue(c.putIfAbsent("late", "x", Duration.ofSeconds(3)));
+            now.addAndGet(Duration.ofMillis(999).toNanos());
+            assertEquals("s", c.get("short"));
+            now.addAndGet(Duration.ofMillis(1).toNanos());
+            assertNull(c.get("short"), "its time to live is over");
+            assertFalse(c.containsKey("short"));
+            assertEquals("l", c.get("long"));
+            assertEquals("x", c.get("late"));
+            assertTrue(c.putIfAbsent("short", "again", Duration.ofSeconds(5)), "an expired entry is absent");
+            assertEquals("again", c.get("short"));
+            now.addAndGet(Duration.ofDays(365).toNanos());
+            assertEquals("f", c.get("forever"), "stored without a time to live");
+            assertNull(c.get("long"));
+            assertNull(c.get("short"));
+            c.cleanUp();
+            assertEquals(1, c.size());
+            assertEquals(4, c.stats().expirations(), "short (met by the putIfAbsent's write), then long, late and short again");
+            assertTrue(removed.containsAll(List.of("short=s:EXPIRED", "long=l:EXPIRED", "late=x:EXPIRED", "short=again:EXPIRED")),
+                    removed.toString());
+            c.put("forever", "g", Duration.ofSeconds(1));
+            now.addAndGet(Duration.ofSeconds(1).toNanos());
+            assertNull(c.get("forever"), "a put with a time to live replaces the entry's expiry too");
+        }
+    }
+
+    @Test
+    void aTimeToLivePerEntryIsCheckedAndChargedAndMeetsTheOtherExpiries() {
+        try (OffHeapCache<String, String> plain = OffHeapCache.builder(Serializers.utf8(), Serializers.utf8())
+                .capacity(1 << 20).build()) {
+            IllegalStateException e = assertThrows(IllegalStateException.class,
+                    () -> plain.put("k", "v", Duration.ofSeconds(1)));
+            assertTrue(e.getMessage().contains("variableExpiry()"), e.getMessage());
+            assertThrows(IllegalStateException.class, () -> plain.putIfAbsent("k", "v", Duration.ofSeconds(1)));
+            assertFalse(plain.containsKey("k"), "nothing stored");
+            assertEquals(0, plain.stats().liveBytes(), "and nothing allocated");
+        }
+        AtomicLong now = new AtomicLong();
+        try (OffHeapCache<String, String> c = OffHeapCache.builder(Serializers.utf8(), Serializers.utf8())
+                .capacity(1 << 20).variableExpiry().expireAfterWrite(Duration.ofSeconds(10)).ticker(now::get).build();
+             OffHeapCache<String, String> plain = OffHeapCache.builder(Serializers.utf8(), Serializers.utf8())
+                .capacity(1 << 20).expireAfterWrite(Duration.ofSeconds(10)).build()) {
+            assertThrows(IllegalArgumentException.class, () -> c.put("k", "v", Duration.ZERO));
+            assertThrows(IllegalArgumentException.class, () -> c.put("k", "v", Duration.ofNanos(-1)));
+            assertThrows(NullPointerException.class, () -> c.put("k", "v", null));
+            assertFalse(c.containsKey("k"));
+            assertEquals(plain.charge(1, 1) + OffHeapCache.EXPIRY_OVERHEAD, c.charge(1, 1), "the deadline is charged");
+            c.put("k", "v", ChronoUnit.FOREVER.getDuration()); // longer than nanoseconds can say: no deadline
+            now.addAndGet(Duration.ofSeconds(10).toNanos());
+            assertNull(c.get("k"), "expiry after write comes first");
         }
     }
 
