@@ -1,8 +1,12 @@
 package org.spanheap.cache;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 import org.spanheap.cache.IndexSegment.Removals;
 
 /**
@@ -202,6 +206,29 @@ final class CacheIndex {
                 addCharge(s.charged() - before);
             } finally {
                 s.lock.unlock();
+            }
+        }
+    }
+
+    /**
+     * Runs {@code action} on the key of every unexpired entry, segment by
+     * segment: a segment's keys are copied under its lock, which is released
+     * before the action runs on them, so the action may use the cache. A key
+     * present throughout is seen once; one added or removed meanwhile may or
+     * may not be. {@code now} is read once per segment.
+     */
+    void forEachKey(LongSupplier now, Consumer<Object> action) {
+        List<Object> keys = new ArrayList<>();
+        for (IndexSegment s : segments) {
+            keys.clear();
+            lock(s);
+            try {
+                s.collectKeys(now.getAsLong(), keys);
+            } finally {
+                s.lock.unlock();
+            }
+            for (Object k : keys) {
+                action.accept(k);
             }
         }
     }

@@ -3,6 +3,7 @@ package org.spanheap.cache;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -343,6 +344,19 @@ final class IndexSegment {
         }
         remove(e, RemovalCause.EXPLICIT, out);
         return true;
+    }
+
+    /**
+     * Adds the key of every entry that has not expired at {@code now} to
+     * {@code into}, as the index holds it; not an access. Needs the lock
+     * (reads only, so no version change).
+     */
+    void collectKeys(long now, List<Object> into) {
+        for (int e = 0; e < slotsUsed; e++) {
+            if (queueOf(e) != FREE && !expired(e, now)) {
+                into.add(keyAt(e));
+            }
+        }
     }
 
     /** Removes every entry, as explicit removals. */

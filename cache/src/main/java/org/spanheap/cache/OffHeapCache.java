@@ -2,10 +2,15 @@ package org.spanheap.cache;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import org.spanheap.CompactingHeap;
 import org.spanheap.CompactingHeapStats;
@@ -443,6 +448,109 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         } finally {
             release(out);
         }
+    }
+
+    /**
+     * {@return the values stored for those of {@code keys} that have one, by key,
+     * in the order of {@code keys}} Each is a lookup as {@link #get(Object)} makes
+     * it (a hit or a miss in the stats); the map is a new one the caller owns.
+     *
+     * @param keys the keys
+     * @throws NullPointerException if {@code keys} or one of them is null
+     *         (checked before any lookup)
+     * @throws IllegalStateException if the cache is closed
+     */
+    public Map<K, V> getAllPresent(Iterable<? extends K> keys) {
+        List<K> wanted = nonNullKeys(keys);
+        Map<K, V> found = new LinkedHashMap<>();
+        for (K key : wanted) {
+            V value = get(key);
+            if (value != null) {
+                found.put(key, value);
+            }
+        }
+        return found;
+    }
+
+    /**
+     * Stores every entry of {@code entries}, as {@link #put(Object, Object)}
+     * does, one after the other: it is not atomic, and if one throws (a value
+     * that could never fit, a serializer that throws) the entries before it stay
+     * stored and the rest are not.
+     *
+     * @param entries the keys and values
+     * @throws NullPointerException if {@code entries} or one of its keys or
+     *         values is null (checked before anything is stored)
+     * @throws IllegalArgumentException if an entry could never fit the capacity
+     * @throws IllegalStateException if the cache is closed
+     * @throws OutOfMemoryError if the heap cannot get memory from the OS
+     */
+    public void putAll(Map<? extends K, ? extends V> entries) {
+        Objects.requireNonNull(entries, "entries");
+        List<Map.Entry<? extends K, ? extends V>> all = new ArrayList<>(entries.size());
+        for (Map.Entry<? extends K, ? extends V> e : entries.entrySet()) {
+            Objects.requireNonNull(e.getKey(), "a key of entries");
+            Objects.requireNonNull(e.getValue(), "a value of entries");
+            all.add(e);
+        }
+        for (Map.Entry<? extends K, ? extends V> e : all) {
+            put(e.getKey(), e.getValue());
+        }
+    }
+
+    /**
+     * Removes the values stored for {@code keys}, as {@link #remove(Object)} does
+     * for each.
+     *
+     * @param keys the keys
+     * @return how many were removed
+     * @throws NullPointerException if {@code keys} or one of them is null
+     *         (checked before anything is removed)
+     * @throws IllegalStateException if the cache is closed
+     */
+    public int removeAll(Iterable<? extends K> keys) {
+        int removed = 0;
+        for (K key : nonNullKeys(keys)) {
+            if (remove(key)) {
+                removed++;
+            }
+        }
+        return removed;
+    }
+
+    private List<K> nonNullKeys(Iterable<? extends K> keys) {
+        Objects.requireNonNull(keys, "keys");
+        List<K> all = new ArrayList<>();
+        for (K key : keys) {
+            all.add(Objects.requireNonNull(key, "a key of keys"));
+        }
+        checkOpen();
+        return all;
+    }
+
+    /**
+     * Runs {@code action} on the key of every entry whose value has not
+     * expired. Weakly consistent, as a concurrent map's iteration: a key
+     * stored throughout the call is seen exactly once; one stored or removed
+     * during the call may or may not be. It is not an access (the policy and
+     * expiry after access do not see it). The index is walked segment by
+     * segment, each segment's keys copied under its lock, and the action runs
+     * with no lock held, so it may use this cache (read, write, remove). For
+     * snapshots of a cache's keys, for example to warm a new instance on the
+     * next start.
+     *
+     * @param action what to do with each key
+     * @throws NullPointerException if {@code action} is null
+     * @throws IllegalStateException if the cache is closed (also when it
+     *         closes during the call, before the next segment)
+     */
+    public void forEachKey(Consumer<? super K> action) {
+        Objects.requireNonNull(action, "action");
+        checkOpen();
+        index.forEachKey(() -> {
+            checkOpen();
+            return now();
+        }, k -> action.accept(keys.userKey(k)));
     }
 
     /**

@@ -13,9 +13,18 @@ import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Collectors;
+import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
 
 class OffHeapCacheTest {
@@ -391,6 +400,129 @@ class OffHeapCacheTest {
             c.put("k", "v", ChronoUnit.FOREVER.getDuration()); // longer than nanoseconds can say: no deadline
             now.addAndGet(Duration.ofSeconds(10).toNanos());
             assertNull(c.get("k"), "expiry after write comes first");
+        }
+    }
+
+    @Test
+    void forEachKeySeesEveryLiveKeyOnceAndLetsTheActionUseTheCache() {
+        AtomicLong now = new AtomicLong();
+        try (OffHeapCache<String, String> c = OffHeapCache.builder(Serializers.utf8(), Serializers.utf8())
+                .capacity(8 << 20).variableExpiry().ticker(now::get).build()) {
+            Set<String> expected = new HashSet<>();
+            for (int i = 0; i < 3_000; i++) {
+                if (i % 10 == 0) {
+                    c.put("k" + i, "v", Duration.ofSeconds(1));
+                } else {
+                    c.put("k" + i, "v");
+                    expected.add("k" + i);
+                }
+            }
+            now.addAndGet(Duration.ofSeconds(1).toNanos());
+            long hits = c.stats().hits();
+            List<String> seen = new ArrayList<>();
+            c.forEachKey(k -> {
+                seen.add(k);
+                if (k.endsWith("7")) {
+                    assertTrue(c.remove(k), "the action may write to the cache");
+                }
+            });
+            assertEquals(expected.size(), seen.size(), "each key once");
+            assertEquals(expected, new HashSet<>(seen), "expired keys are not seen");
+            assertEquals(hits, c.stats().hits(), "not an access");
+            expected.removeIf(k -> k.endsWith("7"));
+            Set<String> after = new HashSet<>();
+            c.forEachKey(after::add);
+            assertEquals(expected, after);
+            assertThrows(NullPointerException.class, () -> c.forEachKey(null));
+        }
+        OffHeapCache<Long, byte[]> longs = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
+                .capacity(1 << 20).build();
+        OffHeapCache<byte[], byte[]> arrays = OffHeapCache.builder(Serializers.bytes(), Serializers.bytes())
+                .capacity(1 << 20).build();
+        try (longs; arrays) {
+            for (long k = -5; k < 5; k++) {
+                longs.put(k, new byte[1]);
+                arrays.put(new byte[] {(byte) k, 9}, new byte[1]);
+            }
+            Set<Long> longKeys = new HashSet<>();
+            longs.forEachKey(longKeys::add);
+            assertEquals(LongStream.range(-5, 5).boxed().collect(Collectors.toSet()), longKeys);
+            List<byte[]> arrayKeys = new ArrayList<>();
+            arrays.forEachKey(arrayKeys::add);
+            assertEquals(10, arrayKeys.size());
+            for (byte[] k : arrayKeys) {
+                assertArrayEquals(new byte[1], arrays.get(k), "a key handed out finds its value");
+            }
+        }
+        assertThrows(IllegalStateException.class, () -> longs.forEachKey(k -> { }));
+    }
+
+    @Test
+    void forEachKeyIsWeaklyConsistentUnderConcurrentWrites() throws Exception {
+        try (OffHeapCache<String, byte[]> c = OffHeapCache.builder(Serializers.utf8(), Serializers.bytes())
+                .capacity(64 << 20).build()) {
+            for (int i = 0; i < 2_000; i++) {
+                c.put("stable" + i, new byte[16]);
+            }
+            AtomicBoolean stop = new AtomicBoolean();
+            Thread writer = new Thread(() -> {
+                for (int i = 0; !stop.get(); i++) {
+                    c.put("churn" + (i % 500), new byte[16 + i % 64]);
+                    c.remove("churn" + ((i + 250) % 500));
+                    c.put("stable" + (i % 2_000), new byte[16]); // a replace keeps the key stored
+                }
+            });
+            writer.start();
+            try {
+                for (int round = 0; round < 50; round++) {
+                    Map<String, Integer> times = new HashMap<>();
+                    c.forEachKey(k -> times.merge(k, 1, Integer::sum));
+                    for (int i = 0; i < 2_000; i++) {
+                        assertEquals(1, times.getOrDefault("stable" + i, 0), "stable" + i + " in round " + round);
+                    }
+                    int r = round;
+                    times.forEach((k, n) -> assertEquals(1, n, k + " seen twice in round " + r));
+                }
+            } finally {
+                stop.set(true);
+                writer.join();
+            }
+        }
+    }
+
+    @Test
+    void bulkOperationsCheckEveryKeyFirst() {
+        try (OffHeapCache<String, String> c = OffHeapCache.builder(Serializers.utf8(), Serializers.utf8())
+                .capacity(1 << 20).build()) {
+            Map<String, String> entries = new LinkedHashMap<>();
+            for (int i = 0; i < 10; i++) {
+                entries.put("k" + i, "v" + i);
+            }
+            c.putAll(entries);
+            assertEquals(10, c.size());
+            CacheStats before = c.stats();
+            Map<String, String> got = c.getAllPresent(List.of("k3", "absent", "k1", "k3"));
+            assertEquals(List.of("k3", "k1"), new ArrayList<>(got.keySet()), "in the order asked, absent ones left out");
+            assertEquals("v3", got.get("k3"));
+            assertEquals(3, c.stats().hits() - before.hits(), "k3 twice and k1");
+            assertEquals(1, c.stats().misses() - before.misses());
+            assertEquals(2, c.removeAll(List.of("k0", "k1", "absent")));
+            assertEquals(8, c.size());
+
+            Map<String, String> withNull = new HashMap<>();
+            withNull.put("x", "1");
+            withNull.put("y", null);
+            assertThrows(NullPointerException.class, () -> c.putAll(withNull));
+            assertFalse(c.containsKey("x"), "nothing stored when a value is null");
+            assertThrows(NullPointerException.class, () -> c.removeAll(Arrays.asList("k2", null)));
+            assertTrue(c.containsKey("k2"), "nothing removed when a key is null");
+            assertThrows(NullPointerException.class, () -> c.getAllPresent(Arrays.asList("k2", null)));
+            assertThrows(NullPointerException.class, () -> c.getAllPresent(null));
+            assertThrows(NullPointerException.class, () -> c.putAll(null));
+            c.close();
+            assertThrows(IllegalStateException.class, () -> c.getAllPresent(List.of("k2")));
+            assertThrows(IllegalStateException.class, () -> c.putAll(Map.of("k", "v")));
+            assertThrows(IllegalStateException.class, () -> c.removeAll(List.of("k2")));
         }
     }
 
