@@ -299,7 +299,7 @@ final class IndexSegment {
                 onAccess(e, now);
                 return words[at + HANDLE];
             }
-            out.add(keyAt(e), words[at + HANDLE], RemovalCause.REPLACED);
+            out.add(out.keysWanted ? keyAt(e) : null, words[at + HANDLE], RemovalCause.REPLACED);
             words[at + HANDLE] = handle;
             int code = EntryCharge.encode(charge);
             long delta = EntryCharge.decode(code) - chargeOf(e);
@@ -372,7 +372,7 @@ final class IndexSegment {
     private void clearChanging(Removals out) {
         for (int e = 0; e < slotsUsed; e++) {
             if (queueOf(e) != FREE) {
-                out.add(keyAt(e), words[e * stride + HANDLE], RemovalCause.EXPLICIT);
+                out.add(out.keysWanted ? keyAt(e) : null, words[e * stride + HANDLE], RemovalCause.EXPLICIT);
             }
         }
         if (keys != null) {
@@ -727,7 +727,7 @@ final class IndexSegment {
     }
 
     private void remove(int e, RemovalCause cause, Removals out) {
-        out.add(keyAt(e), words[e * stride + HANDLE], cause);
+        out.add(out.keysWanted ? keyAt(e) : null, words[e * stride + HANDLE], cause);
         unlink(e);
         charged -= chargeOf(e);
         count--;
@@ -788,6 +788,11 @@ final class IndexSegment {
      * allocated per operation with the arrays, 247 without; OHC's run 148).
      */
     static final class Removals {
+        /**
+         * Whether the removed entries' keys are collected: only a removal listener
+         * reads them, and a {@code long} key is boxed to be collected.
+         */
+        final boolean keysWanted;
         private Object key0, key1;
         private long handle0, handle1;
         private RemovalCause cause0, cause1;
@@ -797,6 +802,16 @@ final class IndexSegment {
         private RemovalCause[] causes;
         private int size;
 
+        /** Removals that collect the keys. */
+        Removals() {
+            this(true);
+        }
+
+        Removals(boolean keysWanted) {
+            this.keysWanted = keysWanted;
+        }
+
+        /** @param key the entry's key, or null when {@link #keysWanted} is false */
         void add(Object key, long handle, RemovalCause cause) {
             if (size == 0) {
                 key0 = key;

@@ -284,7 +284,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         long size = sizeOf(value);
         int charge = chargeOf(k, size);
         long handle = heap.allocate(size, segment -> values.write(value, segment));
-        IndexSegment.Removals out = new IndexSegment.Removals();
+        IndexSegment.Removals out = removals();
         try {
             long now = now();
             index.put(k, CacheIndex.hash(k), handle, charge, now, Expiry.deadline(now, ttlNanos), false, out);
@@ -352,7 +352,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         long size = sizeOf(value);
         int charge = chargeOf(k, size);
         long handle = heap.allocate(size, segment -> values.write(value, segment));
-        IndexSegment.Removals out = new IndexSegment.Removals();
+        IndexSegment.Removals out = removals();
         try {
             long now = now();
             if (index.put(k, hash, handle, charge, now, Expiry.deadline(now, ttlNanos), true, out) != 0) {
@@ -437,7 +437,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
             loadFailures.increment();
             throw e;
         }
-        IndexSegment.Removals out = new IndexSegment.Removals();
+        IndexSegment.Removals out = removals();
         try {
             long now = now();
             if (index.put(k, hash, handle, charge, now, Expiry.deadline(now, Expiry.FOREVER_NANOS), true, out) != 0) {
@@ -565,7 +565,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         Objects.requireNonNull(key, "key");
         checkOpen();
         Object k = keys.lookup(key);
-        IndexSegment.Removals out = new IndexSegment.Removals();
+        IndexSegment.Removals out = removals();
         try {
             return index.remove(k, CacheIndex.hash(k), out);
         } finally {
@@ -580,7 +580,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      */
     public void clear() {
         checkOpen();
-        IndexSegment.Removals out = new IndexSegment.Removals();
+        IndexSegment.Removals out = removals();
         try {
             index.removeAll(false, 0, out);
         } finally {
@@ -596,7 +596,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      */
     public void cleanUp() {
         checkOpen();
-        IndexSegment.Removals out = new IndexSegment.Removals();
+        IndexSegment.Removals out = removals();
         try {
             index.removeAll(true, now(), out);
         } finally {
@@ -720,6 +720,11 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
                     + " bytes, more than an entry may be (" + Integer.MAX_VALUE + ")");
         }
         return (int) charge;
+    }
+
+    /** {@return a list for the entries a call removes} Their keys only if a listener is told of them. */
+    private IndexSegment.Removals removals() {
+        return new IndexSegment.Removals(listener != null);
     }
 
     /** Counts, tells the listener of and frees the entries that left the index (its locks released). */
