@@ -393,6 +393,11 @@ public class CacheChurnBenchmark {
         /** Bytes the store holds from the OS by its own statistics, or -1 if it has none. */
         long committedBytes();
 
+        /** Of those, the bytes in RAM as the OS says, or -1 if the store cannot tell. */
+        default long residentBytes() {
+            return -1;
+        }
+
         /** Extra figures for the report line, starting with ", ", or empty. */
         default String notes() {
             return "";
@@ -487,6 +492,11 @@ public class CacheChurnBenchmark {
                         Arrays.toString(s.notFullPages()));
             }
             return s.committedBytes();
+        }
+
+        @Override
+        public long residentBytes() {
+            return heap.residentBytes();
         }
 
         @Override
@@ -756,7 +766,7 @@ public class CacheChurnBenchmark {
     /**
      * Memory mode: the churn on one store for {@code --seconds} with {@code --threads} threads,
      * sampled every 250 ms (see the class comment). Options: {@code --store}, {@code --seconds},
-     * {@code --threads}, {@code --keys}, {@code --help}.
+     * {@code --threads}, {@code --keys}, {@code --resident}, {@code --help}.
      */
     public static void main(String[] args) throws Exception {
         CommandLine cli = new CommandLine(CacheChurnBenchmark.class,
@@ -771,6 +781,8 @@ public class CacheChurnBenchmark {
                 .withRequiredArg().describedAs("N").ofType(Integer.class).defaultsTo(2);
         OptionSpec<Integer> keysOption = cli.parser().accepts("keys", "entries of the index")
                 .withRequiredArg().describedAs("N").ofType(Integer.class).defaultsTo(16384);
+        OptionSpec<Void> residentOption = cli.parser().accepts("resident", "also ask the OS, at every sample, how"
+                + " much of the store's memory is resident (CompactingHeap.residentBytes(): mincore; COMPACTING only)");
         OptionSet options = cli.parse(args);
         Store store = options.valueOf(storeOption);
         double seconds = options.valueOf(secondsOption);
@@ -785,10 +797,11 @@ public class CacheChurnBenchmark {
             System.err.println(store + " is not available here: " + e.getMessage());
             System.exit(MemoryChurn.EXIT_UNAVAILABLE);
         }
-        runMemoryMode(store, seconds, threads, keys);
+        runMemoryMode(store, seconds, threads, keys, options.has(residentOption));
     }
 
-    static void runMemoryMode(Store store, double seconds, int threads, int keys) throws InterruptedException {
+    static void runMemoryMode(Store store, double seconds, int threads, int keys, boolean sampleResident)
+            throws InterruptedException {
         boolean heapFixed = ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
                 .anyMatch(a -> a.startsWith("-Xms"));
         System.gc();
@@ -838,6 +851,8 @@ public class CacheChurnBenchmark {
         double maxCommittedPerLive = -1;
         double maxRss = 0;
         double maxGrowthPerLive = 0;
+        double maxResidentPerLive = -1;
+        double maxResidentGrowthPerLive = -1;
         long longestSampleNanos = 0;
         while (next <= end && failure.get() == null) {
             long wait = next - System.nanoTime();
@@ -849,6 +864,7 @@ public class CacheChurnBenchmark {
             long committed = bench.valueStore.committedBytes();
             long live = bench.liveBytes.sum();
             long rss = CompactChurnBenchmark.rssBytes();
+            long resident = sampleResident ? bench.valueStore.residentBytes() : -1;
             long sampleNanos = System.nanoTime() - sampleStart;
             longestSampleNanos = Math.max(longestSampleNanos, sampleNanos);
             double growthPerLive = (double) (rss - rssAtStart) / live;
@@ -857,14 +873,21 @@ public class CacheChurnBenchmark {
                     committed < 0 ? "     n/a                    "
                             : String.format(Locale.ROOT, "%8.1f MiB  committed/live %5.2f", mib(committed),
                                     (double) committed / live), mib(rss), growthPerLive,
-                    sampleNanos > SLOW_SAMPLE_NANOS ? String.format(Locale.ROOT, "  (sample took %.0f ms)",
-                            sampleNanos / 1e6) : "");
+                    (resident < 0 ? "" : String.format(Locale.ROOT, "  resident %8.1f MiB  resident/live %5.2f",
+                            mib(resident), (double) resident / live))
+                    + (sampleNanos > SLOW_SAMPLE_NANOS ? String.format(Locale.ROOT, "  (sample took %.0f ms)",
+                            sampleNanos / 1e6) : ""));
             maxLive = Math.max(maxLive, mib(live));
             if (committed >= 0) {
                 maxCommitted = Math.max(maxCommitted, mib(committed));
                 maxCommittedPerLive = Math.max(maxCommittedPerLive, (double) committed / live);
             }
             maxRss = Math.max(maxRss, mib(rss));
+            if (resident >= 0) {
+                maxResidentPerLive = Math.max(maxResidentPerLive, (double) resident / live);
+                // what the process's RSS grew by beyond the store's own resident memory: the JVM's
+                maxResidentGrowthPerLive = Math.max(maxResidentGrowthPerLive, (double) (rss - rssAtStart - resident) / live);
+            }
             maxGrowthPerLive = Math.max(maxGrowthPerLive, growthPerLive);
             do { // a late sample (the sampler was starved, or a store's stats waited) skips the missed ticks
                 next += sampleEvery;
@@ -883,6 +906,12 @@ public class CacheChurnBenchmark {
                 maxCommitted < 0 ? "n/a" : String.format(Locale.ROOT, "%.1f MiB", maxCommitted),
                 maxCommittedPerLive < 0 ? "n/a" : String.format(Locale.ROOT, "%.2f", maxCommittedPerLive),
                 maxRss, maxGrowthPerLive, ops.sum() / elapsed / 1e6, elapsed, longestSampleNanos / 1e6);
+        if (maxResidentPerLive >= 0) {
+            System.out.printf(Locale.ROOT, "max resident: the store's resident/live %.2f; RSS growth beyond it/live %.2f%n",
+                    maxResidentPerLive, maxResidentGrowthPerLive);
+        } else if (sampleResident) {
+            System.out.println("max resident: n/a (" + store + " cannot say what of its memory is resident)");
+        }
         bench.close();
     }
 }
