@@ -33,7 +33,8 @@ final class CacheIndex {
 
     private final IndexSegment[] segments;
     private final int shift;
-    private final long capacity;
+    /** The bound on the sum of the charges; changed by {@link #setCapacity}. */
+    private volatile long capacity;
     /** The sum of every segment's charge (each changes it under its own lock, by what it added or removed). */
     private final AtomicLong charged = new AtomicLong();
     /**
@@ -56,11 +57,47 @@ final class CacheIndex {
         this.capacity = capacity;
         this.segments = new IndexSegment[n];
         for (int i = 0; i < n; i++) {
-            // shares add up to the capacity exactly: the first segments take the remainder
-            long share = capacity / n + (i < capacity % n ? 1 : 0);
-            segments[i] = new IndexSegment(share, longKeys, expiry);
+            segments[i] = new IndexSegment(shareOf(capacity, i, n), longKeys, expiry);
         }
         this.shift = 32 - Integer.numberOfTrailingZeros(n);
+    }
+
+    /** {@return segment {@code i}'s share of {@code capacity} among {@code n}} The shares add up to it exactly. */
+    private static long shareOf(long capacity, int i, int n) {
+        return capacity / n + (i < capacity % n ? 1 : 0);
+    }
+
+    /** {@return the bound on the sum of the charges} */
+    long capacity() {
+        return capacity;
+    }
+
+    /**
+     * Changes the capacity: each segment gets its new share and evicts what
+     * no longer fits it (under its lock, one segment at a time), then entries
+     * are evicted anywhere until the sum is within the new capacity. Writes
+     * that run meanwhile evict down to whichever bound they read; {@link #put}
+     * reads it under the segment's lock, and an entry that alone exceeds it
+     * (its caller checked an older, larger one) is reported evicted and never
+     * stored. The number of segments stays what the first capacity made it.
+     */
+    synchronized void setCapacity(long newCapacity, long now, Removals out) {
+        capacity = newCapacity;
+        int n = segments.length;
+        for (int i = 0; i < n; i++) {
+            IndexSegment s = segments[i];
+            lock(s);
+            try {
+                long before = s.charged();
+                s.resize(shareOf(newCapacity, i, n), now, out);
+                addCharge(s.charged() - before);
+            } finally {
+                s.lock.unlock();
+            }
+        }
+        while (charged.get() > capacity && evictElsewhere(null, 0, now, out)) {
+            // entries larger than a share
+        }
     }
 
     /** Tries to take a busy segment's lock this many times, spinning, before waiting in the lock's queue. */
@@ -141,6 +178,10 @@ final class CacheIndex {
         long present;
         lock(s);
         try {
+            if (charge > capacity) {
+                // checked by the caller against a capacity setCapacity has lowered since: it cannot fit
+                return onlyIfAbsent && s.contains(key, hash, now) ? s.handleOf(key, hash) : tooLarge(key, handle, out);
+            }
             long before = s.charged();
             present = s.put(key, hash, handle, charge, now, deadline, onlyIfAbsent, out);
             addCharge(s.charged() - before);
@@ -151,6 +192,12 @@ final class CacheIndex {
             // an entry larger than its segment's share: others make room
         }
         return present;
+    }
+
+    /** Reports a new entry larger than the capacity as evicted at once, stored nowhere: {@return 0, as a put that stored} */
+    private static long tooLarge(Object key, long handle, Removals out) {
+        out.add(out.keysWanted ? key : null, handle, RemovalCause.SIZE);
+        return 0;
     }
 
     /** Evicts one entry (not {@code key}'s) from a segment over its share, else from any. */

@@ -89,6 +89,11 @@ final class CacheMXBeanAdapter implements OffHeapCacheMXBean {
     }
 
     @Override
+    public void setCapacityBytes(long bytes) {
+        cache.setCapacity(bytes);
+    }
+
+    @Override
     public long getLiveBytes() {
         return cache.stats().liveBytes();
     }

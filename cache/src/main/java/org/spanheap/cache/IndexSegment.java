@@ -105,9 +105,10 @@ final class IndexSegment {
 
     final ReentrantLock lock = new ReentrantLock();
     /** The part of the capacity this segment aims at; the index keeps the sum of all weights within the capacity. */
-    final long share;
-    private final long windowMax;
-    private final long protectedMax;
+    /** Written under the lock ({@link #resize}); read without it only as a hint (volatile: never torn). */
+    volatile long share;
+    private long windowMax;
+    private long protectedMax;
     private final long expireAfterWriteNanos;
     private final long expireAfterAccessNanos;
     /** Whether anything in this segment can expire. */
@@ -169,11 +170,34 @@ final class IndexSegment {
         if (!longKeys) {
             keys = new Object[INITIAL_SLOTS];
         }
-        this.windowMax = Math.max(1, share / 100);
-        this.protectedMax = (share - windowMax) * 4 / 5;
+        setShare(share);
         this.expireAfterWriteNanos = expireAfterWriteNanos;
         this.expireAfterAccessNanos = expireAfterAccessNanos;
         this.lookupsWithoutLock = accessedWord < 0;
+    }
+
+    /** The window's and the protected queue's bounds follow from the share. */
+    private void setShare(long share) {
+        this.share = share;
+        this.windowMax = Math.max(1, share / 100);
+        this.protectedMax = (share - windowMax) * 4 / 5;
+    }
+
+    /**
+     * Gives the segment a new share and evicts (the policy's choice, as a
+     * write does) until its entries fit it or none is left.
+     */
+    void resize(long newShare, long now, Removals out) {
+        beginChange();
+        try {
+            setShare(newShare);
+            while (charged > share && evictOne(NONE, now, out)) {
+                // the duel, as in a write that overflows the share
+            }
+            candidate = NONE;
+        } finally {
+            endChange();
+        }
     }
 
     /** {@return the bytes the entries of this segment are charged} */
@@ -258,6 +282,12 @@ final class IndexSegment {
     /** The change is complete: the version turns even (a volatile write: a release of everything before it). */
     private void endChange() {
         version = version + 1;
+    }
+
+    /** {@return the handle of {@code key}'s entry, or 0 if there is none} Not an access; expired or not. */
+    long handleOf(Object key, int hash) {
+        int e = find(key, hash);
+        return e == NONE ? 0 : words[e * stride + HANDLE];
     }
 
     /** Whether {@code key} has an entry that has not expired; not an access. */
@@ -411,8 +441,9 @@ final class IndexSegment {
     }
 
     /**
-     * Evicts one entry other than {@code key}'s (the policy's choice; an
-     * expired one goes as expired). {@return false if there was none to evict}
+     * Evicts one entry other than {@code key}'s (any, if {@code key} is null;
+     * the policy's choice; an expired one goes as expired). {@return false if
+     * there was none to evict}
      */
     boolean evictOneExcept(Object key, int hash, long now, Removals out) {
         beginChange();
@@ -424,7 +455,7 @@ final class IndexSegment {
     }
 
     private boolean evictOneExceptChanging(Object key, int hash, long now, Removals out) {
-        return evictOne(find(key, hash), now, out);
+        return evictOne(key == null ? NONE : find(key, hash), now, out);
     }
 
     private boolean evictOne(int keep, long now, Removals out) {

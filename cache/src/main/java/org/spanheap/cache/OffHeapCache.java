@@ -84,7 +84,6 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     private final Serializer<V> values;
     private final Function<MemorySegment, V> readValue;
     private final RemovalListener<? super K, ? super V> listener;
-    private final long capacity;
     /** {@link #ENTRY_OVERHEAD}, plus {@link #EXPIRY_OVERHEAD} per kind of expiry that is on. */
     private final int entryOverhead;
     /** The time source, or null when nothing expires (then no clock is read). */
@@ -107,7 +106,6 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         this.values = b.valueSerializer;
         this.readValue = values::read;
         this.listener = b.listener;
-        this.capacity = b.capacity;
         this.entryOverhead = ENTRY_OVERHEAD + (b.expireAfterWrite != null ? EXPIRY_OVERHEAD : 0)
                 + (b.expireAfterAccess != null ? EXPIRY_OVERHEAD : 0) + (b.variableExpiry ? EXPIRY_OVERHEAD : 0);
         Expiry expiry = new Expiry(nanos(b.expireAfterWrite), nanos(b.expireAfterAccess), b.variableExpiry);
@@ -622,7 +620,33 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
 
     /** {@return the capacity in bytes} */
     public long capacity() {
-        return capacity;
+        return index.capacity();
+    }
+
+    /**
+     * Changes the capacity, as OHC's {@code setCapacity} and Caffeine's
+     * {@code setMaximum} do: when it shrinks, entries are evicted at once (the
+     * policy's choice, told to the removal listener as {@link RemovalCause#SIZE})
+     * until the charges fit the new capacity. Writes that run meanwhile evict
+     * down to whichever capacity they read; one that was checked against the old
+     * capacity and alone exceeds the new one is evicted itself. The index keeps
+     * the number of segments the first capacity gave it.
+     *
+     * @param bytes the new capacity, positive
+     * @throws IllegalArgumentException if {@code bytes} is not positive
+     * @throws IllegalStateException if the cache is closed
+     */
+    public void setCapacity(long bytes) {
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("capacity must be positive: " + bytes);
+        }
+        checkOpen();
+        IndexSegment.Removals out = removals();
+        try {
+            index.setCapacity(bytes, now(), out);
+        } finally {
+            release(out);
+        }
     }
 
     /**
@@ -658,7 +682,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         long[] counts = index.counts();
         CompactingHeapStats h = heap.stats();
         return new CacheStats(counts[1], counts[2], loads.sum(), loadFailures.sum(), evictions.sum(),
-                expirations.sum(), counts[0], index.charged(), capacity, h.liveBytes(), h.committedBytes(),
+                expirations.sum(), counts[0], index.charged(), index.capacity(), h.liveBytes(), h.committedBytes(),
                 h.movedBytes(), h.compactionIncrements());
     }
 
@@ -711,6 +735,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     /** {@return what an entry of a value of {@code size} bytes is charged} Checks it against the capacity. */
     private int chargeOf(Object indexKey, long size) {
         long charge = EntryCharge.round(heap.footprint(size) + keys.chargedBytes(indexKey) + entryOverhead);
+        long capacity = index.capacity();
         if (charge > capacity) {
             throw new IllegalArgumentException("an entry with a value of " + size + " bytes is charged " + charge
                     + " bytes, more than the cache's capacity of " + capacity + " bytes");

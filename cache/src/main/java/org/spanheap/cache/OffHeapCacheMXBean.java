@@ -6,6 +6,7 @@ package org.spanheap.cache;
  * {@code org.spanheap:type=OffHeapCache,name=<name>} and unregistered by
  * {@link OffHeapCache#close()}. Each attribute is read from a fresh
  * {@link CacheStats} snapshot, except {@code ResidentBytes}, which asks the OS.
+ * {@code CapacityBytes} can be written.
  */
 public interface OffHeapCacheMXBean {
     /** {@return lookups that found a value} */
@@ -34,6 +35,13 @@ public interface OffHeapCacheMXBean {
 
     /** {@return the capacity in bytes} */
     long getCapacityBytes();
+
+    /**
+     * Changes the capacity: {@link OffHeapCache#setCapacity(long)}.
+     *
+     * @param bytes the new capacity, positive
+     */
+    void setCapacityBytes(long bytes);
 
     /** {@return bytes of the values stored off-heap} */
     long getLiveBytes();

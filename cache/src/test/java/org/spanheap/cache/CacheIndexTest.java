@@ -177,4 +177,33 @@ class CacheIndexTest {
         assertEquals(70, s.lookup(7L, CacheIndex.hash(7L), start + (Expiry.FOREVER_NANOS - 1)));
         assertEquals(0, s.lookup(7L, CacheIndex.hash(7L), start + Expiry.FOREVER_NANOS));
     }
+
+    @Test
+    void aPutCheckedAgainstACapacityLoweredSinceEvictsItselfAndNotAReplacement() {
+        CacheIndex index = new CacheIndex(4L << 20, true, Expiry.NONE);
+        IndexSegment.Removals out = new IndexSegment.Removals();
+        for (long k = 0; k < 1_000; k++) {
+            index.put(k, CacheIndex.hash(k), k + 1, 1_000, 0, Expiry.FOREVER_NANOS, false, out);
+        }
+        index.setCapacity(256 << 10, 0, out);
+        assertTrue(index.charged() <= 256 << 10, "the shrink evicted at once: " + index.charged());
+        assertTrue(out.size() > 700, "evictions reported: " + out.size());
+        out = new IndexSegment.Removals();
+        long late = -1L;
+        index.put(late, CacheIndex.hash(late), 77, 300 << 10, 0, Expiry.FOREVER_NANOS, false, out); // larger than the whole capacity now
+        assertEquals(0, index.lookup(late, CacheIndex.hash(late), 0), "the entry that cannot fit is not stored");
+        assertEquals(1, out.size(), "it alone is reported, nothing else evicted for it");
+        assertEquals(77, out.handle(0));
+        assertEquals(RemovalCause.SIZE, out.cause(0));
+        long[] counts = index.counts();
+        assertTrue(counts[0] > 200, "the entries that fit stay: " + counts[0]);
+        assertEquals(1_000L * counts[0], index.charged(), "the charge is the entries' sum");
+        long kept = 0;
+        while (index.lookup(kept, CacheIndex.hash(kept), 0) == 0) {
+            kept++;
+        }
+        assertEquals(kept + 1, index.put(kept, CacheIndex.hash(kept), 88, 300 << 10, 0, Expiry.FOREVER_NANOS, true, out),
+                "a putIfAbsent of a present key returns the handle there, as always");
+        assertEquals(1, out.size(), "and evicts nothing");
+    }
 }

@@ -35,6 +35,9 @@ class OffHeapCacheObservabilityTest {
             assertEquals(c.charge(IndexKeys.OBJECT_KEY_BYTES + 1, 100), server.getAttribute(name, "ChargedBytes"));
             assertEquals(100L, server.getAttribute(name, "LiveBytes"));
             assertEquals((long) (1 << 20), server.getAttribute(name, "CapacityBytes"));
+            server.setAttribute(name, new javax.management.Attribute("CapacityBytes", 2L << 20));
+            assertEquals(2L << 20, c.capacity(), "the capacity is writable through JMX");
+            assertEquals(2L << 20, server.getAttribute(name, "CapacityBytes"));
             long resident = (Long) server.getAttribute(name, "ResidentBytes");
             assertTrue(resident <= c.stats().committedBytes(), resident + " resident > committed");
             // a second cache cannot take the same name, and leaves nothing behind

@@ -23,6 +23,7 @@ import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
@@ -523,6 +524,88 @@ class OffHeapCacheTest {
             assertThrows(IllegalStateException.class, () -> c.getAllPresent(List.of("k2")));
             assertThrows(IllegalStateException.class, () -> c.putAll(Map.of("k", "v")));
             assertThrows(IllegalStateException.class, () -> c.removeAll(List.of("k2")));
+        }
+    }
+
+    @Test
+    void setCapacityEvictsAtOnceWhenItShrinksAndMakesRoomWhenItGrows() {
+        List<RemovalCause> causes = new ArrayList<>();
+        try (OffHeapCache<String, byte[]> c = OffHeapCache.builder(Serializers.utf8(), Serializers.bytes())
+                .capacity(4 << 20).removalListener((k, v, cause) -> causes.add(cause)).build()) {
+            for (int i = 0; i < 4_000; i++) {
+                c.put("k" + i, new byte[500]);
+            }
+            assertEquals(4_000, c.size(), "all fit");
+            c.setCapacity(1 << 20);
+            assertEquals(1 << 20, c.capacity());
+            assertTrue(c.stats().weightedBytes() <= 1 << 20, c.stats().toString());
+            assertTrue(c.size() < 2_000, "about a quarter left: " + c.size());
+            assertEquals(4_000 - c.size(), c.stats().evictions());
+            assertTrue(causes.stream().allMatch(cause -> cause == RemovalCause.SIZE));
+            for (int i = 0; i < 4_000; i++) {
+                c.put("again" + i, new byte[500]);
+                assertTrue(c.stats().weightedBytes() <= 1 << 20, "the new bound holds after every put");
+            }
+            c.setCapacity(4 << 20);
+            for (int i = 0; i < 4_000; i++) {
+                c.put("more" + i, new byte[500]);
+            }
+            assertTrue(c.size() > 3_000, "room again: " + c.size());
+
+            long big = c.charge(OffHeapCache.ENTRY_OVERHEAD, 600 << 10);
+            c.put("big", new byte[600 << 10]);
+            c.setCapacity(512 << 10);
+            assertFalse(c.containsKey("big"), "an entry larger than the new capacity leaves");
+            assertTrue(c.stats().weightedBytes() <= 512 << 10);
+            assertTrue(big > 512 << 10);
+            assertThrows(IllegalArgumentException.class, () -> c.put("big", new byte[600 << 10]),
+                    "checked against the new capacity");
+            assertThrows(IllegalArgumentException.class, () -> c.setCapacity(0));
+            assertThrows(IllegalArgumentException.class, () -> c.setCapacity(-1));
+            assertEquals(512 << 10, c.capacity(), "unchanged by bad input");
+            c.close();
+            assertThrows(IllegalStateException.class, () -> c.setCapacity(1 << 20));
+        }
+    }
+
+    @Test
+    void theBoundHoldsOnceWritesRacingCapacityChangesReturn() throws Exception {
+        try (OffHeapCache<Long, byte[]> c = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
+                .capacity(2 << 20).build()) {
+            AtomicBoolean stop = new AtomicBoolean();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            List<Thread> writers = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                long seed = t;
+                Thread w = new Thread(() -> {
+                    java.util.Random r = new java.util.Random(seed);
+                    try {
+                        while (!stop.get()) {
+                            c.put((long) r.nextInt(20_000), new byte[r.nextInt(4_000)]);
+                        }
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    }
+                });
+                w.start();
+                writers.add(w);
+            }
+            try {
+                for (int i = 0; i < 200; i++) {
+                    c.setCapacity(i % 2 == 0 ? 256 << 10 : 2 << 20);
+                }
+                c.setCapacity(300 << 10);
+            } finally {
+                stop.set(true);
+                for (Thread w : writers) {
+                    w.join();
+                }
+            }
+            assertNull(failure.get(), () -> "a writer failed: " + failure.get());
+            assertTrue(c.stats().weightedBytes() <= 300 << 10,
+                    "charged " + c.stats().weightedBytes() + " after the last writes returned");
+            c.cleanUp();
+            assertTrue(c.stats().liveBytes() <= 300 << 10);
         }
     }
 
