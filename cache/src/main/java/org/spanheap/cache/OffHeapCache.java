@@ -252,10 +252,10 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     /**
      * Stores {@code value} for {@code key} to live {@code timeToLive} from now
      * (or less, if the cache's own expiry after write or after access comes
-     * first), replacing any value stored before. From then on a lookup of the
-     * key misses; the entry itself leaves when a write or a lookup under its
-     * segment's lock meets it, when the policy evicts it, or at
-     * {@link #cleanUp()}, and until then it counts against the capacity. A
+     * first), replacing any value stored before. Once that time has passed, a
+     * lookup of the key misses; the entry itself leaves when a write meets it,
+     * when the policy evicts it, or at {@link #cleanUp()}, and until then it
+     * counts against the capacity. A
      * {@link #put(Object, Object)} of the key later stores a value without a
      * time to live of its own. If the serializer throws, it is rethrown and the
      * cache is unchanged.
