@@ -535,7 +535,8 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * segment, each segment's keys copied under its lock, and the action runs
      * with no lock held, so it may use this cache (read, write, remove). For
      * snapshots of a cache's keys, for example to warm a new instance on the
-     * next start.
+     * next start. If the action throws, the walk stops and the exception
+     * propagates; the cache is unchanged by the walk itself.
      *
      * @param action what to do with each key
      * @throws NullPointerException if {@code action} is null
