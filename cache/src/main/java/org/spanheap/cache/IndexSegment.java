@@ -58,7 +58,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * at the head of a queue or replaces them, or at {@link #expireAll}. An
  * entry's own deadline (when {@link Expiry#deadlines()} is on) is a third
  * bound beside the times after write and after access; the queues are not in
- * deadline order, so the sweep at their heads finds such entries only by chance.
+ * deadline order, so each write also checks a few slots at a cursor that goes
+ * round all of them.
  */
 final class IndexSegment {
 
@@ -71,6 +72,8 @@ final class IndexSegment {
     private static final int INITIAL_SLOTS = 16;
     /** Expired entries a write removes from the heads of the queues, at most. */
     private static final int SWEEP = 4;
+    /** Slots a write checks for passed deadlines of their own (see {@link #sweepExpired}). */
+    private static final int DEADLINE_SWEEP = 2;
 
     // ---- an entry's words in {@link #words}, at slot * stride ----
     /** The value's handle. */
@@ -131,6 +134,8 @@ final class IndexSegment {
     private Object[] keys;
     private int slotsUsed;
     private int freeSlot = NONE;
+    /** The next slot {@link #sweepDeadlines} checks. */
+    private int deadlineCursor;
     private int count;
 
     /** Open addressing over slots, cells as above; at most three quarters full. */
@@ -559,10 +564,36 @@ final class IndexSegment {
         }
     }
 
+    /**
+     * A write's share of expiry: the expired heads of the queues (where the times
+     * after write and after access come due first), and, when entries have
+     * deadlines of their own, which follow no queue's order, {@value #DEADLINE_SWEEP}
+     * slots at a cursor that goes round all of them, so that an entry whose
+     * deadline passed leaves within a round of writes even if no one asks for it.
+     */
     private void sweepExpired(long now, Removals out) {
         if (!expires) {
             return;
         }
+        sweepHeads(now, out);
+        if (deadlineWord >= 0) {
+            sweepDeadlines(now, out);
+        }
+    }
+
+    private void sweepDeadlines(long now, Removals out) {
+        for (int n = 0; n < DEADLINE_SWEEP && slotsUsed > 0; n++) {
+            if (deadlineCursor >= slotsUsed) {
+                deadlineCursor = 0;
+            }
+            int e = deadlineCursor++;
+            if (queueOf(e) != FREE && now - words[e * stride + deadlineWord] >= 0) {
+                remove(e, RemovalCause.EXPIRED, out);
+            }
+        }
+    }
+
+    private void sweepHeads(long now, Removals out) {
         for (int n = 0; n < SWEEP; n++) {
             int e = NONE;
             for (int q = WINDOW; q <= PROTECTED && e == NONE; q++) {

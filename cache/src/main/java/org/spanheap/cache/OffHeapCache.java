@@ -253,9 +253,9 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * Stores {@code value} for {@code key} to live {@code timeToLive} from now
      * (or less, if the cache's own expiry after write or after access comes
      * first), replacing any value stored before. Once that time has passed, a
-     * lookup of the key misses; the entry itself leaves when a write meets it,
-     * when the policy evicts it, or at {@link #cleanUp()}, and until then it
-     * counts against the capacity. A
+     * lookup of the key misses; the entry itself leaves as writes go by (each
+     * write checks a few entries of its segment), when the policy evicts it, or
+     * at {@link #cleanUp()}, and until then it counts against the capacity. A
      * {@link #put(Object, Object)} of the key later stores a value without a
      * time to live of its own. If the serializer throws, it is rethrown and the
      * cache is unchanged.

@@ -378,6 +378,33 @@ class OffHeapCacheTest {
     }
 
     @Test
+    void entriesPastTheirOwnDeadlineLeaveAsWritesGoByUnasked() {
+        AtomicLong now = new AtomicLong();
+        try (OffHeapCache<Long, byte[]> c = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
+                .capacity(16 << 20).variableExpiry().ticker(now::get).build()) {
+            // due entries in the middle of the queues, none at a head: only the slot cursor finds them
+            for (long k = 0; k < 1_000; k++) {
+                c.put(k, new byte[64], Duration.ofHours(1));
+            }
+            for (long k = 1_000; k < 2_000; k++) {
+                c.put(k, new byte[64], Duration.ofSeconds(1));   // never asked for again
+            }
+            for (long k = 2_000; k < 4_000; k++) {
+                c.put(k, new byte[64], Duration.ofHours(1));
+            }
+            now.addAndGet(Duration.ofSeconds(2).toNanos());
+            for (long k = 10_000; k < 15_000; k++) {
+                c.put(k, new byte[64]);                           // other keys, no time to live
+            }
+            assertEquals(1_000, c.stats().expirations(), "each write checks two slots: 5,000 writes went round them all");
+            assertEquals(8_000, c.size());
+            for (long k = 0; k < 4_000; k++) {
+                assertEquals(k < 1_000 || k >= 2_000, c.containsKey(k), "key " + k);
+            }
+        }
+    }
+
+    @Test
     void aTimeToLivePerEntryIsCheckedAndChargedAndMeetsTheOtherExpiries() {
         try (OffHeapCache<String, String> plain = OffHeapCache.builder(Serializers.utf8(), Serializers.utf8())
                 .capacity(1 << 20).build()) {
