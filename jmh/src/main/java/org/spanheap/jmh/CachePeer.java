@@ -48,7 +48,8 @@ public interface CachePeer extends AutoCloseable {
          * {@code kappa<n>} and {@code lanes<n>} (the heap's kappa and allocation lanes), {@code heappace}
          * (the heap's own pace, passes every 100 ms with 256 KiB rounds, instead of
          * {@link OffHeapCache#defaultHeap()}'s 10 ms and 1 MiB), {@code trace} (the heap's live, committed and
-         * moved MiB every second, on stderr).
+         * moved MiB every second, on stderr), {@code ttl} (the cache built with {@code variableExpiry()}:
+         * every entry has a deadline word, and each write checks two slots for passed ones).
          */
         SPANHEAP,
         /** OHC 0.7.4 (linked implementation, its default LRU eviction); bound is OHC's own entry accounting. */
@@ -133,7 +134,12 @@ public interface CachePeer extends AutoCloseable {
             if (tweak.contains("iota1m")) {
                 heap.iota(1 << 20);
             }
-            cache = OffHeapCache.builder(Serializers.longs(), Serializers.bytes()).capacity(capacity).heap(heap).build();
+            OffHeapCache.Builder<Long, byte[]> builder = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
+                    .capacity(capacity).heap(heap);
+            if (tweak.contains("ttl")) { // entries with deadlines of their own: what each write's slot check costs
+                builder.variableExpiry();
+            }
+            cache = builder.build();
             if (tweak.contains("trace")) {
                 traceEverySecond();
             }
