@@ -262,6 +262,62 @@ class OffHeapCacheTest {
     }
 
     @Test
+    void staysWithinItsCapacityAfterEveryOperationWithDeadlinesAndCapacityChanges() {
+        java.util.Random rnd = new java.util.Random(7);
+        AtomicLong now = new AtomicLong();
+        try (OffHeapCache<Long, byte[]> c = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
+                .capacity(1 << 20).variableExpiry().ticker(now::get).build()) {
+            java.util.Map<Long, Integer> lengths = new java.util.HashMap<>();
+            for (int op = 0; op < 20_000; op++) {
+                long key = rnd.nextInt(2_000);
+                int r = rnd.nextInt(100);
+                if (r < 40) {
+                    int len = rnd.nextInt(50) == 0 ? 16_384 + rnd.nextInt(100_000) : rnd.nextInt(8_192);
+                    byte[] v = new byte[len];
+                    java.util.Arrays.fill(v, (byte) key);
+                    if (rnd.nextBoolean()) {
+                        c.put(key, v, Duration.ofMillis(1 + rnd.nextInt(50)));
+                    } else {
+                        c.put(key, v);
+                    }
+                    lengths.put(key, len);
+                } else if (r < 45) {
+                    c.remove(key);
+                    lengths.remove(key);
+                } else if (r < 46) {
+                    c.setCapacity((256 << 10) + rnd.nextInt(2 << 20));
+                } else {
+                    now.addAndGet(rnd.nextInt(100_000)); // up to 0.1 ms a step
+                    byte[] v = c.get(key);
+                    if (v != null) {
+                        assertEquals((int) lengths.get(key), v.length);
+                        for (byte b : v) {
+                            assertEquals((byte) key, b);
+                        }
+                    }
+                }
+                CacheStats s = c.stats();
+                assertTrue(s.weightedBytes() <= c.capacity(), "op " + op + ": " + s.weightedBytes() + " > " + c.capacity());
+                if (op % 1000 == 999) {
+                    c.cleanUp(); // the expired entries leave, then the charges are those of the entries found
+                    long charged = 0;
+                    long live = 0;
+                    for (var e : lengths.entrySet()) {
+                        if (c.containsKey(e.getKey())) {
+                            charged += c.charge(8, e.getValue());
+                            live += e.getValue();
+                        }
+                    }
+                    assertEquals(charged, c.stats().weightedBytes(), "op " + op);
+                    assertEquals(live, c.stats().liveBytes(), "op " + op);
+                }
+            }
+            assertTrue(c.stats().expirations() > 100, "deadlines passed: " + c.stats().expirations());
+            assertTrue(c.stats().evictions() > 100, "capacity changes evicted: " + c.stats().evictions());
+        }
+    }
+
+    @Test
     void staysWithinItsCapacityAfterEveryOperation() {
         long capacity = 1 << 20;
         java.util.Random rnd = new java.util.Random(42);
