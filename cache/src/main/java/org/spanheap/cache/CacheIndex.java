@@ -79,7 +79,8 @@ final class CacheIndex {
      * that run meanwhile evict down to whichever bound they read; {@link #put}
      * reads it under the segment's lock, and an entry that alone exceeds it
      * (its caller checked an older, larger one) is reported evicted and never
-     * stored. The number of segments stays what the first capacity made it.
+     * stored, while the value it replaces leaves as replaced. The number of
+     * segments stays what the first capacity made it.
      */
     synchronized void setCapacity(long newCapacity, long now, Removals out) {
         capacity = newCapacity;
@@ -180,7 +181,14 @@ final class CacheIndex {
         try {
             if (charge > capacity) {
                 // checked by the caller against a capacity setCapacity has lowered since: it cannot fit
-                return onlyIfAbsent && s.contains(key, hash, now) ? s.handleOf(key, hash) : tooLarge(key, handle, out);
+                if (onlyIfAbsent && s.contains(key, hash, now)) {
+                    return s.handleOf(key, hash);
+                }
+                long before = s.charged();
+                s.remove(key, hash, RemovalCause.REPLACED, out); // a put replaces: the old value does not stay
+                addCharge(s.charged() - before);
+                out.add(out.keysWanted ? key : null, handle, RemovalCause.SIZE);
+                return 0;
             }
             long before = s.charged();
             present = s.put(key, hash, handle, charge, now, deadline, onlyIfAbsent, out);
@@ -192,12 +200,6 @@ final class CacheIndex {
             // an entry larger than its segment's share: others make room
         }
         return present;
-    }
-
-    /** Reports a new entry larger than the capacity as evicted at once, stored nowhere: {@return 0, as a put that stored} */
-    private static long tooLarge(Object key, long handle, Removals out) {
-        out.add(out.keysWanted ? key : null, handle, RemovalCause.SIZE);
-        return 0;
     }
 
     /** Evicts one entry (not {@code key}'s) from a segment over its share, else from any. */

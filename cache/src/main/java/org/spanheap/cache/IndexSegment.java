@@ -107,8 +107,10 @@ final class IndexSegment {
     private static final int TAG_SHIFT = 18;
 
     final ReentrantLock lock = new ReentrantLock();
-    /** The part of the capacity this segment aims at; the index keeps the sum of all weights within the capacity. */
-    /** Written under the lock ({@link #resize}); read without it only as a hint (volatile: never torn). */
+    /**
+     * The part of the capacity this segment aims at; the index keeps the sum of all weights within the
+     * capacity. Written under the lock ({@link #resize}); read without it only as a hint (volatile: never torn).
+     */
     volatile long share;
     private long windowMax;
     private long protectedMax;
@@ -119,7 +121,7 @@ final class IndexSegment {
     private final FrequencySketch sketch = new FrequencySketch();
 
     // ---- entries, by slot ----
-    /** Words per entry: handle, links, the key or its hash, then the times of the expiries that are on. */
+    /** Words per entry: handle, links, the key or its hash, then the times of the expiries that are on and the deadline. */
     private final int stride;
     /** Offsets of the write and access times and of the entry's own deadline, or -1 when it has none. */
     private final int writtenWord;
@@ -364,20 +366,25 @@ final class IndexSegment {
 
     /** Removes {@code key}'s entry; {@return whether one was there (expired or not)} */
     boolean remove(Object key, int hash, Removals out) {
+        return remove(key, hash, RemovalCause.EXPLICIT, out);
+    }
+
+    /** Removes {@code key}'s entry, reported with {@code cause}; {@return whether one was there} */
+    boolean remove(Object key, int hash, RemovalCause cause, Removals out) {
         beginChange();
         try {
-            return removeChanging(key, hash, out);
+            return removeChanging(key, hash, cause, out);
         } finally {
             endChange();
         }
     }
 
-    private boolean removeChanging(Object key, int hash, Removals out) {
+    private boolean removeChanging(Object key, int hash, RemovalCause cause, Removals out) {
         int e = find(key, hash);
         if (e == NONE) {
             return false;
         }
-        remove(e, RemovalCause.EXPLICIT, out);
+        remove(e, cause, out);
         return true;
     }
 

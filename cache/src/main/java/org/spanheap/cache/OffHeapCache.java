@@ -630,7 +630,8 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * policy's choice, told to the removal listener as {@link RemovalCause#SIZE})
      * until the charges fit the new capacity. Writes that run meanwhile evict
      * down to whichever capacity they read; one that was checked against the old
-     * capacity and alone exceeds the new one is evicted itself. The index keeps
+     * capacity and alone exceeds the new one is evicted itself (the value it was
+     * to replace leaves as replaced, as after any put). The index keeps
      * the number of segments the first capacity gave it.
      *
      * @param bytes the new capacity, positive

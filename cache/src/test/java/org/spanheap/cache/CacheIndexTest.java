@@ -205,5 +205,14 @@ class CacheIndexTest {
         assertEquals(kept + 1, index.put(kept, CacheIndex.hash(kept), 88, 300 << 10, 0, Expiry.FOREVER_NANOS, true, out),
                 "a putIfAbsent of a present key returns the handle there, as always");
         assertEquals(1, out.size(), "and evicts nothing");
+        out = new IndexSegment.Removals();
+        index.put(kept, CacheIndex.hash(kept), 99, 300 << 10, 0, Expiry.FOREVER_NANOS, false, out);
+        assertEquals(0, index.lookup(kept, CacheIndex.hash(kept), 0), "a put replaces: the old value does not stay");
+        assertEquals(2, out.size());
+        assertEquals(kept + 1, out.handle(0));
+        assertEquals(RemovalCause.REPLACED, out.cause(0));
+        assertEquals(99, out.handle(1));
+        assertEquals(RemovalCause.SIZE, out.cause(1));
+        assertEquals(1_000L * index.counts()[0], index.charged(), "the charge is the entries' sum");
     }
 }
