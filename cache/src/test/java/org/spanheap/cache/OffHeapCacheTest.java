@@ -261,6 +261,43 @@ class OffHeapCacheTest {
                 () -> OffHeapCache.builder(Serializers.utf8(), Serializers.bytes()).expireAfterWrite(Duration.ZERO));
     }
 
+    /** A value length of the randomized runs: mostly under 8 KiB, one in fifty of 16-114 KiB. */
+    private static int randomLength(java.util.Random rnd) {
+        return rnd.nextInt(50) == 0 ? 16_384 + rnd.nextInt(100_000) : rnd.nextInt(8_192);
+    }
+
+    /** {@return {@code len} bytes, each the low byte of {@code key}} */
+    private static byte[] filled(long key, int len) {
+        byte[] v = new byte[len];
+        java.util.Arrays.fill(v, (byte) key);
+        return v;
+    }
+
+    /** A value read back, if there is one, is the one last stored for its key. */
+    private static void assertIntactIfThere(long key, byte[] v, java.util.Map<Long, Integer> lengths) {
+        if (v != null) {
+            assertEquals((int) lengths.get(key), v.length);
+            for (byte b : v) {
+                assertEquals((byte) key, b);
+            }
+        }
+    }
+
+    /** The charge and the live bytes of {@code s} are those of the entries found in the cache. */
+    private static void assertChargedAreTheEntries(OffHeapCache<Long, byte[]> c, java.util.Map<Long, Integer> lengths,
+            CacheStats s, int op) {
+        long charged = 0;
+        long live = 0;
+        for (var e : lengths.entrySet()) {
+            if (c.containsKey(e.getKey())) {
+                charged += c.charge(8, e.getValue());
+                live += e.getValue();
+            }
+        }
+        assertEquals(charged, s.weightedBytes(), "op " + op);
+        assertEquals(live, s.liveBytes(), "op " + op);
+    }
+
     @Test
     void staysWithinItsCapacityAfterEveryOperationWithDeadlinesAndCapacityChanges() {
         java.util.Random rnd = new java.util.Random(7);
@@ -272,9 +309,8 @@ class OffHeapCacheTest {
                 long key = rnd.nextInt(2_000);
                 int r = rnd.nextInt(100);
                 if (r < 40) {
-                    int len = rnd.nextInt(50) == 0 ? 16_384 + rnd.nextInt(100_000) : rnd.nextInt(8_192);
-                    byte[] v = new byte[len];
-                    java.util.Arrays.fill(v, (byte) key);
+                    int len = randomLength(rnd);
+                    byte[] v = filled(key, len);
                     if (rnd.nextBoolean()) {
                         c.put(key, v, Duration.ofMillis(1 + rnd.nextInt(50)));
                     } else {
@@ -288,28 +324,13 @@ class OffHeapCacheTest {
                     c.setCapacity((256 << 10) + rnd.nextInt(2 << 20));
                 } else {
                     now.addAndGet(rnd.nextInt(100_000)); // up to 0.1 ms a step
-                    byte[] v = c.get(key);
-                    if (v != null) {
-                        assertEquals((int) lengths.get(key), v.length);
-                        for (byte b : v) {
-                            assertEquals((byte) key, b);
-                        }
-                    }
+                    assertIntactIfThere(key, c.get(key), lengths);
                 }
                 CacheStats s = c.stats();
                 assertTrue(s.weightedBytes() <= c.capacity(), "op " + op + ": " + s.weightedBytes() + " > " + c.capacity());
                 if (op % 1000 == 999) {
                     c.cleanUp(); // the expired entries leave, then the charges are those of the entries found
-                    long charged = 0;
-                    long live = 0;
-                    for (var e : lengths.entrySet()) {
-                        if (c.containsKey(e.getKey())) {
-                            charged += c.charge(8, e.getValue());
-                            live += e.getValue();
-                        }
-                    }
-                    assertEquals(charged, c.stats().weightedBytes(), "op " + op);
-                    assertEquals(live, c.stats().liveBytes(), "op " + op);
+                    assertChargedAreTheEntries(c, lengths, c.stats(), op);
                 }
             }
             assertTrue(c.stats().expirations() > 100, "deadlines passed: " + c.stats().expirations());
@@ -328,37 +349,21 @@ class OffHeapCacheTest {
                 long key = rnd.nextInt(2_000);
                 int r = rnd.nextInt(100);
                 if (r < 45) {
-                    int len = rnd.nextInt(50) == 0 ? 16_384 + rnd.nextInt(100_000) : rnd.nextInt(8_192);
-                    byte[] v = new byte[len];
-                    java.util.Arrays.fill(v, (byte) key);
+                    int len = randomLength(rnd);
+                    byte[] v = filled(key, len);
                     c.put(key, v);
                     lengths.put(key, len);
                 } else if (r < 50) {
                     c.remove(key);
                     lengths.remove(key);
                 } else {
-                    byte[] v = c.get(key);
-                    if (v != null) {
-                        assertEquals((int) lengths.get(key), v.length);
-                        for (byte b : v) {
-                            assertEquals((byte) key, b);
-                        }
-                    }
+                    assertIntactIfThere(key, c.get(key), lengths);
                 }
                 CacheStats s = c.stats();
                 assertTrue(s.weightedBytes() <= capacity, "op " + op + ": " + s.weightedBytes() + " > " + capacity);
                 if (op % 1000 == 999) {
                     // what the index charges is what the entries really take
-                    long charged = 0;
-                    long live = 0;
-                    for (var e : lengths.entrySet()) {
-                        if (c.containsKey(e.getKey())) {
-                            charged += c.charge(8, e.getValue());
-                            live += e.getValue();
-                        }
-                    }
-                    assertEquals(charged, s.weightedBytes(), "op " + op);
-                    assertEquals(live, s.liveBytes(), "op " + op);
+                    assertChargedAreTheEntries(c, lengths, s, op);
                 }
             }
             assertTrue(c.stats().evictions() > 0, "the run must have evicted");
