@@ -234,19 +234,21 @@ public final class CompactingHeap implements AutoCloseable {
         try {
             return reader.apply(s);
         } catch (IllegalStateException e) {
-            // out of line: keeps the fast path small enough to inline
-            return readAgain(handle, reader, s, e, interrupted);
+            // out of line: keeps the fast path small enough to inline; it gets the segment's
+            // scope, not the segment, so that C2 can keep the segment out of the Java heap
+            return readAgain(handle, reader, s.scope(), e, interrupted);
         }
     }
 
-    private <R> R readAgain(long handle, Function<? super MemorySegment, ? extends R> reader, MemorySegment s,
-            IllegalStateException e, boolean interrupted) {
+    private <R> R readAgain(long handle, Function<? super MemorySegment, ? extends R> reader,
+            MemorySegment.Scope scope, IllegalStateException e, boolean interrupted) {
         CompactingHeap outer = RERUNNING.get();
         RERUNNING.set(this);
         try {
             for (;;) {
-                retryOrThrow(s, e, interrupted);
-                s = segment(handle);
+                retryOrThrow(scope, e, interrupted);
+                MemorySegment s = segment(handle);
+                scope = s.scope();
                 try {
                     return reader.apply(s);
                 } catch (IllegalStateException again) {
@@ -278,7 +280,7 @@ public final class CompactingHeap implements AutoCloseable {
             readAgain(handle, seg -> {
                 writer.accept(seg);
                 return null;
-            }, s, e, interrupted);
+            }, s.scope(), e, interrupted);
         }
     }
 
@@ -297,7 +299,8 @@ public final class CompactingHeap implements AutoCloseable {
         try {
             return s.get(ValueLayout.JAVA_LONG_UNALIGNED, offset);
         } catch (IllegalStateException e) {
-            return readAgain(handle, seg -> seg.get(ValueLayout.JAVA_LONG_UNALIGNED, offset), s, e, interrupted);
+            return readAgain(handle, seg -> seg.get(ValueLayout.JAVA_LONG_UNALIGNED, offset), s.scope(), e,
+                    interrupted);
         }
     }
 
@@ -320,13 +323,13 @@ public final class CompactingHeap implements AutoCloseable {
             readAgain(handle, seg -> {
                 seg.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, value);
                 return null;
-            }, s, e, interrupted);
+            }, s.scope(), e, interrupted);
         }
     }
 
     /**
-     * After an access through {@code s} threw {@code e}: rethrows it if it was not the
-     * epoch's close, else returns so that the caller resolves again.
+     * After an access through a segment of {@code scope} threw {@code e}: rethrows it if it was
+     * not the epoch's close, else returns so that the caller resolves again.
      *
      * <p>{@code interrupted}: the thread's interrupt status before the access. On JDK 25
      * the close of a shared arena stops a thread that is inside an access to it with an
@@ -337,8 +340,8 @@ public final class CompactingHeap implements AutoCloseable {
      * the status if it was clear before. The price: an interrupt from another thread
      * that arrives during that very access is cleared with it.
      */
-    private void retryOrThrow(MemorySegment s, IllegalStateException e, boolean interrupted) {
-        if (s.scope().isAlive()) {
+    private void retryOrThrow(MemorySegment.Scope scope, IllegalStateException e, boolean interrupted) {
+        if (scope.isAlive()) {
             throw e; // not ours: the user's function failed on its own
         }
         if (!interrupted) {

@@ -457,17 +457,18 @@ public class CacheChurnBenchmark {
             try {
                 return ends(s, size);
             } catch (IllegalStateException e) {
-                return readEndsAgain(handle, size, s, e);
+                return readEndsAgain(handle, size, s.scope(), e); // the scope: see CompactingHeap.read
             }
         }
 
         /** Out of line: a compaction closed the segment's epoch; resolve again until a read completes. */
-        private long readEndsAgain(long handle, int size, MemorySegment s, IllegalStateException e) {
+        private long readEndsAgain(long handle, int size, MemorySegment.Scope scope, IllegalStateException e) {
             for (;;) {
-                if (s.scope().isAlive()) {
+                if (scope.isAlive()) {
                     throw e; // not an epoch change
                 }
-                s = heap.segment(handle);
+                MemorySegment s = heap.segment(handle);
+                scope = s.scope();
                 try {
                     return ends(s, size);
                 } catch (IllegalStateException again) {

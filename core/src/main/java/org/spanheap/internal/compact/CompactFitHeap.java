@@ -259,50 +259,55 @@ public final class CompactFitHeap {
      * @throws IllegalStateException if the heap is closed
      */
     public MemorySegment resolve(long handle) {
-        // fast path: the universe (volatile), the table (volatile), the state (acquire), the address
-        MemorySegment u = universe;
-        long[][] words = table.words();
-        int index = (int) handle;
-        int chunk = index >>> HandleTable.CHUNK_SHIFT;
-        if (chunk < words.length) {
-            long[] w = words[chunk];
-            int o = HandleTable.wordOf(index);
-            long st = HandleTable.stateAcquire(w, o);
-            if ((st & ~HandleTable.SIZE_MASK) == table.expectedState(handle)) {
-                return u.asSlice(w[o + 1], st & HandleTable.SIZE_MASK);
+        // One allocation site, and nothing else returned: a caller that keeps the segment to
+        // itself gets it scalar-replaced by C2 (no object per access). A return of the slow
+        // path's own slice would merge two allocations and make every resolve allocate.
+        for (int spins = 0;; spins++) {
+            // the universe (volatile), the table (volatile), the state (acquire), the address
+            MemorySegment u = universe;
+            long[][] words = table.words();
+            int index = (int) handle;
+            int chunk = index >>> HandleTable.CHUNK_SHIFT;
+            if (chunk < words.length) {
+                long[] w = words[chunk];
+                int o = HandleTable.wordOf(index);
+                long st = HandleTable.stateAcquire(w, o);
+                if ((st & ~HandleTable.SIZE_MASK) == table.expectedState(handle)) {
+                    return u.asSlice(w[o + 1], st & HandleTable.SIZE_MASK);
+                }
             }
+            awaitResolvable(handle, spins);
         }
-        return resolveSlow(handle);
     }
 
-    /** Forged, stale, closed or moving: wait while the block moves (at most one round), else throw. */
-    private MemorySegment resolveSlow(long handle) {
-        for (int spins = 0;; spins++) {
-            MemorySegment u = universe;
-            int index;
-            try {
-                index = table.liveIndex(handle);
-            } catch (StaleHandleException e) {
-                throw closed ? closedException() : e;
+    /**
+     * Forged, stale, closed or moving: throws unless the handle names a live object; while a
+     * round moves it, waits a moment (at most one round in all) and returns for another try.
+     */
+    private void awaitResolvable(long handle, int spins) {
+        int index;
+        try {
+            index = table.liveIndex(handle); // live or moving, else throws
+        } catch (StaleHandleException e) {
+            throw closed ? closedException() : e;
+        }
+        long st = table.stateAcquire(index);
+        if ((st & HandleTable.MOVING) == 0) {
+            if (!HandleTable.isLive(st)) {
+                throw new StaleHandleException(handle); // freed between the two loads
             }
-            long st = table.stateAcquire(index);
-            if ((st & HandleTable.MOVING) == 0) {
-                if (!HandleTable.isLive(st)) {
-                    throw new StaleHandleException(handle); // freed between the two loads
-                }
-                return u.asSlice(table.address(index), HandleTable.size(st));
-            }
-            // a round is copying this block: its handshake and copy take microseconds, but on an
-            // overloaded machine the round's thread may need this core, so spin briefly, then
-            // yield, then park a moment (the round's thread may be a virtual thread waiting for
-            // a carrier: see ClassLock)
-            if (spins < 64) {
-                Thread.onSpinWait();
-            } else if (spins < 128) {
-                Thread.yield();
-            } else {
-                java.util.concurrent.locks.LockSupport.parkNanos(20_000);
-            }
+            return; // moved meanwhile: the next try takes it
+        }
+        // a round is copying this block: its handshake and copy take microseconds, but on an
+        // overloaded machine the round's thread may need this core, so spin briefly, then
+        // yield, then park a moment (the round's thread may be a virtual thread waiting for
+        // a carrier: see ClassLock)
+        if (spins < 64) {
+            Thread.onSpinWait();
+        } else if (spins < 128) {
+            Thread.yield();
+        } else {
+            java.util.concurrent.locks.LockSupport.parkNanos(20_000);
         }
     }
 
@@ -373,18 +378,18 @@ public final class CompactFitHeap {
     private void fill(long address, long size, MemorySegment contents, Consumer<? super MemorySegment> init) {
         boolean interrupted = Thread.currentThread().isInterrupted();
         for (;;) {
-            MemorySegment block = universe.asSlice(address, size);
+            MemorySegment u = universe;
             try {
                 if (contents != null) {
-                    MemorySegment.copy(contents, 0, block, 0, size);
+                    MemorySegment.copy(contents, 0, u, address, size); // no slice: no garbage per copy
                 } else if (init != null) {
-                    init.accept(block);
+                    init.accept(u.asSlice(address, size));
                 } else {
-                    Zeroing.zero(block);
+                    Zeroing.zero(u.asSlice(address, size));
                 }
                 return;
             } catch (IllegalStateException e) {
-                if (block.scope().isAlive() || (contents != null && !contents.scope().isAlive())) {
+                if (u.scope().isAlive() || (contents != null && !contents.scope().isAlive())) {
                     throw e; // not the epoch: the caller's own segment is closed or confined elsewhere
                 }
                 if (!interrupted) {
