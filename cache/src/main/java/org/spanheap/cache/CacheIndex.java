@@ -283,6 +283,28 @@ final class CacheIndex {
     }
 
     /**
+     * {@return the keys of at most {@code n} unexpired entries with the highest frequency
+     * estimates, the highest first} Each segment is read under its lock in turn, with
+     * {@code now} read once per segment; each segment's sketch ages on its own, so the
+     * estimates of two segments compare only roughly.
+     */
+    List<Object> hotKeys(LongSupplier now, int n) {
+        if (n == 0) {
+            return new ArrayList<>();
+        }
+        HotKeys hot = new HotKeys(n);
+        for (IndexSegment s : segments) {
+            lock(s);
+            try {
+                s.collectHot(now.getAsLong(), hot);
+            } finally {
+                s.lock.unlock();
+            }
+        }
+        return hot.hottestFirst();
+    }
+
+    /**
      * Adds a segment's change to the sum. A replace by a value of the same charge, the common
      * write of a cache at its bound, changes nothing and leaves the shared counter's line alone.
      */

@@ -401,6 +401,18 @@ final class IndexSegment {
         }
     }
 
+    /** Offers every unexpired entry's key with the sketch's estimate of its frequency (caller holds the lock). */
+    void collectHot(long now, HotKeys into) {
+        for (int e = 0; e < slotsUsed; e++) {
+            if (queueOf(e) != FREE && !expired(e, now)) {
+                int frequency = sketch.frequency(hashOf(e));
+                if (into.wants(frequency)) { // a Long key is made only for a key that stays
+                    into.offer(frequency, keyAt(e));
+                }
+            }
+        }
+    }
+
     /** Removes every entry, as explicit removals. */
     void clear(Removals out) {
         beginChange();

@@ -553,6 +553,40 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     }
 
     /**
+     * Returns the keys of the {@code n} entries the cache has seen used most
+     * often lately, the most used first: what to save so that the next instance
+     * can be warmed with the values that matter (OHC's {@code hotKeyIterator}).
+     * The ranking is the eviction policy's own frequency estimate (a sketch of
+     * 4-bit counters that halve as they age), so it is approximate: keys of
+     * equal estimate come in no particular order, and each segment's sketch ages
+     * on its own. Entries whose value has expired are left out. Weakly
+     * consistent, as {@link #forEachKey}: each segment is read under its lock in
+     * turn. It is not an access. Time and memory: one pass over the index and
+     * {@code O(min(n, size()))} objects.
+     *
+     * @param n how many keys at most, at least 0
+     * @return a new list of at most {@code n} keys
+     * @throws IllegalArgumentException if {@code n} is negative
+     * @throws IllegalStateException if the cache is closed (also when it
+     *         closes during the call, before the next segment)
+     */
+    public List<K> hotKeys(int n) {
+        if (n < 0) {
+            throw new IllegalArgumentException("n must be at least 0: " + n);
+        }
+        checkOpen();
+        List<Object> indexKeys = index.hotKeys(() -> {
+            checkOpen();
+            return now();
+        }, n);
+        List<K> out = new ArrayList<>(indexKeys.size());
+        for (Object k : indexKeys) {
+            out.add(keys.userKey(k));
+        }
+        return out;
+    }
+
+    /**
      * Removes the value stored for {@code key}, if any.
      *
      * @param key the key

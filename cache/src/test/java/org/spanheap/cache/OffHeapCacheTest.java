@@ -3,6 +3,7 @@ package org.spanheap.cache;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -544,6 +545,56 @@ class OffHeapCacheTest {
             }
         }
         assertThrows(IllegalStateException.class, () -> longs.forEachKey(k -> { }));
+    }
+
+    @Test
+    void hotKeysAreTheMostUsedKeysFirstAndLeaveTheCacheAsItWas() {
+        AtomicLong now = new AtomicLong();
+        try (OffHeapCache<Long, byte[]> c = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
+                .capacity(8 << 20).variableExpiry().ticker(now::get).build()) {
+            for (long k = 0; k < 2_000; k++) {
+                c.put(k, new byte[8]);
+            }
+            c.put(5_000L, new byte[8], Duration.ofSeconds(1));
+            for (int round = 0; round < 12; round++) {
+                for (long k = 100; k < 110; k++) {
+                    assertNotNull(c.get(k));
+                }
+                if (round < 4) {
+                    for (long k = 200; k < 205; k++) {
+                        assertNotNull(c.get(k)); // warm, not as hot
+                    }
+                }
+                assertNotNull(c.get(5_000L)); // the hottest of all, but it expires
+            }
+            now.addAndGet(Duration.ofSeconds(1).toNanos());
+            CacheStats before = c.stats();
+            List<Long> hot = c.hotKeys(15);
+            assertEquals(15, hot.size());
+            assertEquals(LongStream.range(100, 110).boxed().collect(Collectors.toSet()), new HashSet<>(hot.subList(0, 10)),
+                    "the ten hottest first: " + hot);
+            assertEquals(LongStream.range(200, 205).boxed().collect(Collectors.toSet()), new HashSet<>(hot.subList(10, 15)),
+                    "then the warm ones: " + hot);
+            assertEquals(before.hits(), c.stats().hits(), "not an access");
+            assertEquals(before.misses(), c.stats().misses());
+            assertEquals(List.of(), c.hotKeys(0));
+            assertEquals(2_000, c.hotKeys(1_000_000).size(), "all unexpired keys when n is larger");
+            assertThrows(IllegalArgumentException.class, () -> c.hotKeys(-1));
+            for (Long k : c.hotKeys(50)) {
+                assertNotNull(c.get(k), "a key handed out finds its value");
+            }
+        }
+        OffHeapCache<byte[], byte[]> arrays = OffHeapCache.builder(Serializers.bytes(), Serializers.bytes())
+                .capacity(1 << 20).build();
+        try (arrays) {
+            arrays.put(new byte[] {1, 2}, new byte[1]);
+            arrays.get(new byte[] {1, 2});
+            arrays.put(new byte[] {3}, new byte[1]);
+            List<byte[]> hot = arrays.hotKeys(1);
+            assertEquals(1, hot.size());
+            assertArrayEquals(new byte[] {1, 2}, hot.get(0));
+        }
+        assertThrows(IllegalStateException.class, () -> arrays.hotKeys(1));
     }
 
     @Test
