@@ -6,6 +6,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
+import java.util.function.LongPredicate;
 import java.util.function.LongSupplier;
 import org.spanheap.cache.IndexSegment.Removals;
 
@@ -179,27 +180,61 @@ final class CacheIndex {
         long present;
         lock(s);
         try {
-            if (charge > capacity) {
-                // checked by the caller against a capacity setCapacity has lowered since: it cannot fit
-                if (onlyIfAbsent && s.contains(key, hash, now)) {
-                    return s.handleOf(key, hash);
-                }
-                long before = s.charged();
-                s.remove(key, hash, RemovalCause.REPLACED, out); // a put replaces: the old value does not stay
-                addCharge(s.charged() - before);
-                out.add(out.keysWanted ? key : null, handle, RemovalCause.SIZE);
-                return 0;
-            }
-            long before = s.charged();
-            present = s.put(key, hash, handle, charge, now, deadline, onlyIfAbsent, out);
-            addCharge(s.charged() - before);
+            present = store(s, key, hash, handle, charge, now, deadline, onlyIfAbsent, out);
         } finally {
             s.lock.unlock();
         }
+        makeRoom(key, hash, now, out);
+        return present;
+    }
+
+    /**
+     * Stores {@code handle} for {@code key} as {@link #put} does, if {@code key} has an
+     * unexpired entry whose handle {@code current} accepts (tested under the segment's lock,
+     * so no write of the key comes between the test and the store). {@return whether it
+     * was stored}
+     */
+    boolean replaceIf(Object key, int hash, LongPredicate current, long handle, int charge, long now, long deadline,
+            Removals out) {
+        IndexSegment s = segmentOf(hash);
+        lock(s);
+        try {
+            if (!s.contains(key, hash, now) || !current.test(s.handleOf(key, hash))) {
+                return false;
+            }
+            store(s, key, hash, handle, charge, now, deadline, false, out);
+        } finally {
+            s.lock.unlock();
+        }
+        makeRoom(key, hash, now, out);
+        return true;
+    }
+
+    /** The store of {@link #put} in its segment {@code s}, whose lock the caller holds. */
+    private long store(IndexSegment s, Object key, int hash, long handle, int charge, long now, long deadline,
+            boolean onlyIfAbsent, Removals out) {
+        if (charge > capacity) {
+            // checked by the caller against a capacity setCapacity has lowered since: it cannot fit
+            if (onlyIfAbsent && s.contains(key, hash, now)) {
+                return s.handleOf(key, hash);
+            }
+            long before = s.charged();
+            s.remove(key, hash, RemovalCause.REPLACED, out); // a put replaces: the old value does not stay
+            addCharge(s.charged() - before);
+            out.add(out.keysWanted ? key : null, handle, RemovalCause.SIZE);
+            return 0;
+        }
+        long before = s.charged();
+        long present = s.put(key, hash, handle, charge, now, deadline, onlyIfAbsent, out);
+        addCharge(s.charged() - before);
+        return present;
+    }
+
+    /** After a store: evicts elsewhere while the sum is over the capacity. */
+    private void makeRoom(Object key, int hash, long now, Removals out) {
         while (charged.get() > capacity && evictElsewhere(key, hash, now, out)) {
             // an entry larger than its segment's share: others make room
         }
-        return present;
     }
 
     /** Evicts one entry (not {@code key}'s) from a segment over its share, else from any. */

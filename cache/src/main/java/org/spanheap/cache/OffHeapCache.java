@@ -12,6 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.LongPredicate;
 import org.spanheap.CompactingHeap;
 import org.spanheap.CompactingHeapStats;
 import org.spanheap.StaleHandleException;
@@ -361,6 +362,66 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         } finally {
             release(out);
         }
+    }
+
+    /**
+     * Replaces the value stored for {@code key} by {@code newValue} if the stored
+     * value is {@code expectedValue}: if its bytes are those the value serializer
+     * writes for {@code expectedValue} (OHC's {@code addOrReplace}). The test and
+     * the store are one step for the key: no other write of it comes between them,
+     * so concurrent read-modify-write loops lose no update. The replaced value is
+     * reported to the removal listener as {@link RemovalCause#REPLACED}, and the
+     * new one has no time to live of its own, as after {@link #put(Object, Object)}.
+     * It is not a lookup for the statistics. The expected value is serialized into
+     * a byte array on the Java heap for the comparison. If a serializer throws, it
+     * is rethrown and the cache is unchanged.
+     *
+     * @param key the key
+     * @param expectedValue the value that must be stored
+     * @param newValue the value to store instead
+     * @return true if {@code newValue} replaced {@code expectedValue}; false if the
+     *         key has no value, or another one
+     * @throws NullPointerException if an argument is null
+     * @throws IllegalArgumentException if the new entry could never fit the capacity,
+     *         or the expected value is larger than a Java array can hold
+     * @throws IllegalStateException if the cache is closed
+     * @throws OutOfMemoryError if the heap cannot get memory from the OS
+     */
+    public boolean replace(K key, V expectedValue, V newValue) {
+        Objects.requireNonNull(key, "key");
+        Objects.requireNonNull(expectedValue, "expectedValue");
+        Objects.requireNonNull(newValue, "newValue");
+        checkOpen();
+        Object k = keys.stored(key);
+        MemorySegment expected = serializedOnHeap(expectedValue);
+        long size = sizeOf(newValue);
+        int charge = chargeOf(k, size);
+        long handle = heap.allocate(size, segment -> values.write(newValue, segment));
+        IndexSegment.Removals out = removals();
+        boolean stored = false;
+        try {
+            long now = now();
+            LongPredicate holdsExpected = current -> heap.read(current, value -> value.mismatch(expected) < 0);
+            stored = index.replaceIf(k, CacheIndex.hash(k), holdsExpected, handle, charge, now,
+                    Expiry.deadline(now, Expiry.FOREVER_NANOS), out);
+        } finally {
+            if (!stored) {
+                heap.free(handle); // never published
+            }
+            release(out);
+        }
+        return stored;
+    }
+
+    /** {@return the bytes the value serializer writes for {@code value}, in a heap segment} */
+    private MemorySegment serializedOnHeap(V value) {
+        long size = sizeOf(value);
+        if (size > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("a value of " + size + " bytes cannot be compared on the Java heap");
+        }
+        MemorySegment bytes = MemorySegment.ofArray(new byte[(int) size]);
+        values.write(value, bytes);
+        return bytes;
     }
 
     /**

@@ -104,6 +104,53 @@ class OffHeapCacheConcurrentTest {
     }
 
     @Test
+    void replaceLoopsLoseNoIncrement() throws Exception {
+        int threads = 4;
+        int increments = 2_000;
+        try (OffHeapCache<Long, Long> c = OffHeapCache.builder(Serializers.longs(), Serializers.longs())
+                .capacity(16 << 20).build()) {
+            for (long key = 0; key < 4; key++) {
+                c.put(key, 0L);
+            }
+            java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(threads);
+            List<Thread> workers = new ArrayList<>();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            for (int t = 0; t < threads; t++) {
+                Thread th = new Thread(() -> {
+                    try {
+                        start.await();
+                        for (int i = 0; i < increments; i++) {
+                            long key = i & 3;
+                            for (;;) {
+                                Long seen = c.get(key);
+                                if (c.replace(key, seen, seen + 1)) {
+                                    break;
+                                }
+                            }
+                        }
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    }
+                });
+                workers.add(th);
+                th.start();
+            }
+            for (Thread th : workers) {
+                th.join();
+            }
+            if (failure.get() != null) {
+                throw new AssertionError(failure.get());
+            }
+            long sum = 0;
+            for (long key = 0; key < 4; key++) {
+                sum += c.get(key);
+            }
+            assertEquals((long) threads * increments, sum, "every increment landed once");
+            assertEquals(4, c.size());
+        }
+    }
+
+    @Test
     void concurrentComputeIfAbsentRunsOneLoadPerKey() throws Exception {
         try (OffHeapCache<Long, byte[]> c = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
                 .capacity(16 << 20).build()) {

@@ -164,6 +164,73 @@ class OffHeapCacheTest {
     }
 
     @Test
+    void replaceStoresOnlyOverTheExpectedValue() {
+        AtomicLong now = new AtomicLong();
+        List<String> removed = new ArrayList<>();
+        try (OffHeapCache<String, String> c = OffHeapCache.builder(Serializers.utf8(), Serializers.utf8())
+                .capacity(1 << 20).variableExpiry().ticker(now::get)
+                .removalListener((k, v, cause) -> removed.add(k + "=" + v + ":" + cause)).build()) {
+            c.put("k", "one");
+            CacheStats before = c.stats();
+            assertFalse(c.replace("k", "two", "three"), "another value is stored");
+            assertFalse(c.replace("k", "on", "three"), "a prefix is not the value");
+            assertFalse(c.replace("absent", "one", "three"));
+            assertEquals("one", c.get("k"));
+            assertFalse(c.containsKey("absent"));
+            assertEquals(List.of(), removed);
+            assertEquals(before.liveBytes(), c.stats().liveBytes(), "the unused new values were freed");
+            assertEquals(before.weightedBytes(), c.stats().weightedBytes());
+
+            assertTrue(c.replace("k", "one", "a longer value"));
+            assertEquals("a longer value", c.get("k"));
+            assertEquals(List.of("k=one:REPLACED"), removed);
+            assertEquals(1, c.size());
+
+            c.put("t", "x", Duration.ofSeconds(1));
+            now.addAndGet(Duration.ofSeconds(1).toNanos());
+            assertFalse(c.replace("t", "x", "y"), "an expired value is no value");
+            assertNull(c.get("t"));
+
+            assertThrows(NullPointerException.class, () -> c.replace(null, "a", "b"));
+            assertThrows(NullPointerException.class, () -> c.replace("k", null, "b"));
+            assertThrows(NullPointerException.class, () -> c.replace("k", "a", null));
+        }
+    }
+
+    @Test
+    void replaceWithAThrowingSerializerLeavesTheCacheUnchanged() {
+        Serializer<String> failsOnBoom = new Serializer<>() {
+            @Override
+            public long size(String value) {
+                return Serializers.utf8().size(value);
+            }
+
+            @Override
+            public void write(String value, java.lang.foreign.MemorySegment target) {
+                if (value.equals("boom")) {
+                    throw new IllegalStateException("cannot write boom");
+                }
+                Serializers.utf8().write(value, target);
+            }
+
+            @Override
+            public String read(java.lang.foreign.MemorySegment source) {
+                return Serializers.utf8().read(source);
+            }
+        };
+        OffHeapCache<String, String> c = OffHeapCache.builder(Serializers.utf8(), failsOnBoom).capacity(1 << 20).build();
+        try (c) {
+            c.put("k", "v");
+            long live = c.stats().liveBytes();
+            assertThrows(IllegalStateException.class, () -> c.replace("k", "v", "boom"));
+            assertThrows(IllegalStateException.class, () -> c.replace("k", "boom", "w"));
+            assertEquals("v", c.get("k"));
+            assertEquals(live, c.stats().liveBytes());
+        }
+        assertThrows(IllegalStateException.class, () -> c.replace("k", "v", "w"), "closed");
+    }
+
+    @Test
     void computeIfAbsentLoadsOnceAndAFailingLoaderLeavesNothing() {
         try (OffHeapCache<String, byte[]> c = bytesCache(1 << 20)) {
             AtomicInteger calls = new AtomicInteger();
