@@ -112,35 +112,17 @@ class OffHeapCacheConcurrentTest {
             for (long key = 0; key < 4; key++) {
                 c.put(key, 0L);
             }
-            java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(threads);
-            List<Thread> workers = new ArrayList<>();
-            AtomicReference<Throwable> failure = new AtomicReference<>();
-            for (int t = 0; t < threads; t++) {
-                Thread th = new Thread(() -> {
-                    try {
-                        start.await();
-                        for (int i = 0; i < increments; i++) {
-                            long key = i & 3;
-                            for (;;) {
-                                Long seen = c.get(key);
-                                if (c.replace(key, seen, seen + 1)) {
-                                    break;
-                                }
-                            }
+            runTogether(threads, () -> {
+                for (int i = 0; i < increments; i++) {
+                    long key = i & 3;
+                    for (;;) {
+                        Long seen = c.get(key);
+                        if (c.replace(key, seen, seen + 1)) {
+                            break;
                         }
-                    } catch (Throwable e) {
-                        failure.compareAndSet(null, e);
                     }
-                });
-                workers.add(th);
-                th.start();
-            }
-            for (Thread th : workers) {
-                th.join();
-            }
-            if (failure.get() != null) {
-                throw new AssertionError(failure.get());
-            }
+                }
+            });
             long sum = 0;
             for (long key = 0; key < 4; key++) {
                 sum += c.get(key);
@@ -155,39 +137,46 @@ class OffHeapCacheConcurrentTest {
         try (OffHeapCache<Long, byte[]> c = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
                 .capacity(16 << 20).build()) {
             java.util.concurrent.atomic.AtomicInteger loads = new java.util.concurrent.atomic.AtomicInteger();
-            java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(8);
-            List<Thread> threads = new ArrayList<>();
-            AtomicReference<Throwable> failure = new AtomicReference<>();
-            for (int t = 0; t < 8; t++) {
-                Thread th = new Thread(() -> {
-                    try {
-                        start.await();
-                        for (long key = 0; key < 200; key++) {
-                            long k = key;
-                            byte[] v = c.computeIfAbsent(k, x -> {
-                                loads.incrementAndGet();
-                                java.util.concurrent.locks.LockSupport.parkNanos(20_000); // others arrive meanwhile
-                                return new byte[] {(byte) x.longValue()};
-                            });
-                            assertEquals(1, v.length);
-                            assertEquals((byte) key, v[0]);
-                        }
-                    } catch (Throwable e) {
-                        failure.compareAndSet(null, e);
-                    }
-                });
-                threads.add(th);
-                th.start();
-            }
-            for (Thread th : threads) {
-                th.join();
-            }
-            if (failure.get() != null) {
-                throw new AssertionError(failure.get());
-            }
+            runTogether(8, () -> {
+                for (long key = 0; key < 200; key++) {
+                    long k = key;
+                    byte[] v = c.computeIfAbsent(k, x -> {
+                        loads.incrementAndGet();
+                        java.util.concurrent.locks.LockSupport.parkNanos(20_000); // others arrive meanwhile
+                        return new byte[] {(byte) x.longValue()};
+                    });
+                    assertEquals(1, v.length);
+                    assertEquals((byte) key, v[0]);
+                }
+            });
             assertEquals(200, loads.get(), "one load per key");
             assertEquals(200, c.stats().loads());
             assertEquals(200, c.size());
+        }
+    }
+
+    /** Runs {@code body} on {@code n} threads released together; rethrows the first failure. */
+    private static void runTogether(int n, Runnable body) throws InterruptedException {
+        java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(n);
+        List<Thread> threads = new ArrayList<>();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        for (int t = 0; t < n; t++) {
+            Thread th = new Thread(() -> {
+                try {
+                    start.await();
+                    body.run();
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            });
+            threads.add(th);
+            th.start();
+        }
+        for (Thread th : threads) {
+            th.join();
+        }
+        if (failure.get() != null) {
+            throw new AssertionError(failure.get());
         }
     }
 
