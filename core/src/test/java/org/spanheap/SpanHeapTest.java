@@ -564,6 +564,88 @@ class SpanHeapTest {
         assertEquals(0, heap.stats().liveBytes());
     }
 
+    /**
+     * A new platform thread adopts a dead thread's cache, blocks and all: its first
+     * allocations are the blocks the dead thread freed, newest first, without a trip through
+     * the native heap; a block freed by the dead thread is still known as free; nothing is
+     * lost or counted twice.
+     */
+    @Test
+    @Tag("native-engine") // the native engine's thread caches
+    void aNewThreadAdoptsADeadThreadsCache() throws InterruptedException {
+        List<MemorySegment> freedByFirst = new ArrayList<>();
+        Thread first = new Thread(() -> {
+            for (int i = 0; i < 40; i++) {
+                freedByFirst.add(heap.allocateUninitialized(64));
+            }
+            for (MemorySegment s : freedByFirst) {
+                heap.free(s);
+            }
+        });
+        first.start();
+        first.join();
+
+        long[] taken = new long[40];
+        Throwable[] failure = new Throwable[1];
+        Thread second = new Thread(() -> {
+            try {
+                MemorySegment again = freedByFirst.get(5);
+                IllegalStateException e = assertThrows(IllegalStateException.class, () -> heap.free(again));
+                assertTrue(e.getMessage().contains("double free"), e.getMessage());
+                List<MemorySegment> mine = new ArrayList<>();
+                for (int i = 0; i < taken.length; i++) {
+                    mine.add(heap.allocateUninitialized(64));
+                    taken[i] = mine.get(i).address();
+                }
+                for (MemorySegment s : mine) {
+                    heap.free(s);
+                }
+            } catch (Throwable t) {
+                failure[0] = t;
+            }
+        });
+        second.start();
+        second.join();
+        if (failure[0] != null) {
+            throw new AssertionError(failure[0]);
+        }
+        for (int i = 0; i < taken.length; i++) {
+            assertEquals(freedByFirst.get(taken.length - 1 - i).address(), taken[i],
+                    "allocation " + i + " of the adopting thread: the dead thread's blocks, newest first");
+        }
+        HeapStats.SizeClass c = heap.stats().sizeClasses().get(3); // drains the second thread's cache
+        assertEquals(0, c.cachedBlocks(), c::toString);
+        assertEquals(0, c.liveBlocks(), c::toString);
+        assertEquals(0, heap.stats().liveBytes());
+    }
+
+    /** A dead thread's cache is adopted by one new thread only, and a block it hands out is not handed out again. */
+    @Test
+    @Tag("native-engine") // the native engine's thread caches
+    void onlyOneNewThreadAdoptsADeadCache() throws InterruptedException {
+        MemorySegment[] block = new MemorySegment[1];
+        Thread first = new Thread(() -> {
+            block[0] = heap.allocateUninitialized(64);
+            heap.free(block[0]);
+        });
+        first.start();
+        first.join();
+        long[] got = new long[2];
+        for (int k = 0; k < 2; k++) {
+            int index = k;
+            Thread next = new Thread(() -> {
+                MemorySegment s = heap.allocateUninitialized(64);
+                got[index] = s.address();
+                // keeps it: the cache that dies with this thread must not hand it out again
+            });
+            next.start();
+            next.join();
+        }
+        assertEquals(block[0].address(), got[0], "the adopting thread gets the dead thread's block");
+        assertNotEquals(got[0], got[1], "a block handed out once is not handed out again");
+        assertEquals(2 * 64, heap.stats().liveBytes());
+    }
+
     @Test
     void heapWithoutThreadCachesWorks() {
         try (SpanHeap direct = SpanHeap.builder().threadCacheBlocks(0).build()) {

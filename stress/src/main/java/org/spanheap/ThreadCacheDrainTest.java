@@ -15,16 +15,19 @@ import org.openjdk.jcstress.infra.results.III_Result;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * Thread-cache drain when a thread dies ({@code ThreadCaches.newThreadCache},
- * {@code drainDeadLocked}, {@code stats}).
+ * Thread caches of dying threads, drained or adopted ({@code ThreadCaches.newThreadCache},
+ * {@code adoptDeadLocked}, {@code drainDeadLocked}, {@code stats}).
  *
  * <p>Each actor starts a short-lived platform thread that allocates a few blocks of a size
  * class no other thread of this test uses, stamps and checks them, frees them (into its Java
  * magazine, which the first allocation refilled with half its capacity) and dies with the
  * magazine full of cached blocks. The two threads run at the same time, so one thread's
- * cache registration (which drains the caches of threads already dead) races with the other
- * thread's allocations, its death, and with {@code stats()} of the other actor, which also
- * drains dead caches and reads live caches' tops (opaque). Each actor joins its thread.
+ * cache registration (which adopts a cache of a thread already dead, blocks and all, and
+ * drains the others) races with the other thread's allocations, its death, and with
+ * {@code stats()} of the other actor, which also drains dead caches and reads live caches'
+ * tops (opaque). A thread that adopted a cache allocates its blocks from the dead thread's
+ * freed ones, so a block handed to two threads, or a cache owned by two, breaks a stamp.
+ * Each actor joins its thread.
  *
  * <p>The arbiter runs when no actor runs: its {@code stats()} drains what is still
  * registered of dead threads; then the class has no live and no cached block: every block a
@@ -37,9 +40,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * actor's stats() reported a cached count out of range.
  */
 @JCStressTest
-@Description("Java thread caches of dying platform threads are drained exactly once, racing other threads' registration and stats().")
+@Description("Java thread caches of dying platform threads are adopted by one new thread or drained exactly once, racing other threads' registration and stats().")
 @Outcome(id = "0, 0, 0", expect = Expect.ACCEPTABLE,
-        desc = "Both threads' blocks intact; after they died everything they cached is back in the heap.")
+        desc = "Both threads' blocks intact; after they died everything they cached (adopted or not) is back in the heap.")
 @Outcome(expect = Expect.FORBIDDEN,
         desc = "A block held twice, a failed thread, or blocks of dead threads lost or still cached.")
 @State

@@ -37,7 +37,11 @@ import java.lang.ref.WeakReference;
  *     (JLS 17.4.4). A cleared weak reference implies termination too, since a live thread is a
  *     GC root.</li>
  * </ul>
- * Each cache is allocated by its owner thread, in that thread's TLAB, so different
+ * A dead platform thread's cache may instead be {@linkplain #adopt adopted} by a new platform
+ * thread, blocks and all: the same happens-before makes the dead owner's writes visible to the
+ * adopter, which is then the only owner. The owner fields change only then, under the
+ * registry lock of {@link ThreadCaches}, and are read only under it.
+ * Each cache is allocated by its first owner thread, in that thread's TLAB, so different
  * threads' magazines do not share cache lines in practice; no padding is added.
  */
 public final class ThreadCache {
@@ -59,10 +63,13 @@ public final class ThreadCache {
 
     /** Owner id, class records, magazines with sentinels, and a stripe's lock word; see the class comment. */
     final long[] m;
-    /** {@link Thread#threadId()} of the owner: unique for the life of the JVM, never reused; -1 for a stripe. */
-    final long ownerId;
-    /** The owner thread; null for a stripe. */
-    private final WeakReference<Thread> owner;
+    /**
+     * {@link Thread#threadId()} of the owner: unique for the life of the JVM, never reused; -1
+     * for a stripe. Changed by {@link #adopt}; guarded by the registry lock after construction.
+     */
+    long ownerId;
+    /** The owner thread; null for a stripe. Changed by {@link #adopt}, like {@link #ownerId}. */
+    private WeakReference<Thread> owner;
     /** Whether the owner is a (promoted) virtual thread; their number of caches is bounded. */
     final boolean virtual;
     /**
@@ -132,6 +139,22 @@ public final class ThreadCache {
             m[limit[c]] = FULL;
         }
         return m;
+    }
+
+    /**
+     * Makes {@code thread}, a live platform thread, the owner of this cache of a dead platform
+     * thread, keeping its blocks. Caller holds the registry lock and has seen
+     * {@link #isOwnerDead()} true. The id goes into {@code m[OWNER]} last; until then no
+     * thread's fast path takes this array for its own (the dead id matches no live thread).
+     */
+    void adopt(Thread thread) {
+        long id = thread.threadId();
+        WeakReference<Thread> ref = new WeakReference<>(thread);
+        // No call from here on: a StackOverflowError strikes only at a method's entry, so the
+        // three fields change together or not at all.
+        owner = ref;
+        ownerId = id;
+        m[OWNER] = id;
     }
 
     /** {@return whether the owner thread has terminated; never for a stripe} */

@@ -33,8 +33,13 @@ import java.util.function.Consumer;
  * do not create a million caches; short-lived ones never reach the streak and pay nothing.
  *
  * <h2>Dead threads</h2>
- * The caches of terminated threads (promoted virtual ones too) are drained by whoever takes
- * the registry lock next ({@link #drainDead()}) and give their place back.
+ * A platform thread that needs a cache adopts a terminated platform thread's cache if there is
+ * one, blocks and all, instead of a new empty one ({@link #newThreadCache()}): the blocks the
+ * dead thread held go on serving allocations without a round trip through the native core
+ * (larson, where each generation of threads frees what the previous one allocated; measured in
+ * docs/java-core.md). The other caches of terminated threads (promoted virtual ones too) are
+ * drained by whoever takes the registry lock next ({@link #drainDead()}) and give their place
+ * back.
  */
 final class ThreadCaches {
     /** Slots of the thread-id-indexed table, a power of two. */
@@ -99,17 +104,45 @@ final class ThreadCaches {
     }
 
     private ThreadCache newThreadCache() {
-        ThreadCache cache = new ThreadCache(template, overflowCapacity, Thread.currentThread());
+        Thread thread = Thread.currentThread();
         synchronized (registry) {
+            ThreadCache cache = adoptDeadLocked(thread);
             drainDeadLocked();
-            registry.add(cache);
+            if (cache == null) {
+                cache = new ThreadCache(template, overflowCapacity, thread);
+                registry.add(cache);
+            }
             int slot = (int) cache.ownerId & (TABLE_SIZE - 1);
             if (byThread[slot] == null) {
                 cacheByThread[slot] = cache;
                 TABLE.setRelease(byThread, slot, cache.m);
             }
+            return cache;
         }
-        return cache;
+    }
+
+    /**
+     * {@return a terminated platform thread's cache, now {@code thread}'s (still registered,
+     * out of its old table slot), or null if there is none} Caller holds the registry lock.
+     */
+    private ThreadCache adoptDeadLocked(Thread thread) {
+        for (ThreadCache cache : registry) {
+            if (!cache.virtual && cache.isOwnerDead()) {
+                forgetSlotLocked(cache);
+                cache.adopt(thread);
+                return cache;
+            }
+        }
+        return null;
+    }
+
+    /** Takes a cache's array out of its owner's table slot, if it is there. Caller holds the registry lock. */
+    private void forgetSlotLocked(ThreadCache cache) {
+        int slot = (int) cache.ownerId & (TABLE_SIZE - 1);
+        if (byThread[slot] == cache.m) {
+            TABLE.setRelease(byThread, slot, null);
+            cacheByThread[slot] = null;
+        }
     }
 
     /** {@return the calling virtual thread's stripe, locked; null if it is taken or there is none} */
@@ -188,11 +221,7 @@ final class ThreadCaches {
                 if (cache.virtual) {
                     virtualCaches--;
                 }
-                int slot = (int) cache.ownerId & (TABLE_SIZE - 1);
-                if (byThread[slot] == cache.m) {
-                    TABLE.setRelease(byThread, slot, null);
-                    cacheByThread[slot] = null;
-                }
+                forgetSlotLocked(cache);
             }
         }
     }
