@@ -159,7 +159,7 @@ def find(results, cls, peer, size=None, threads=1):
 # Markdown
 
 def targets(results):
-    """Issue 6's targets, each as (target, measured, met) where data exists."""
+    """The targets, each as (target, measured, met) where data exists."""
     out = []
     a = lambda peer, t=1: find(results, "AllocFreeBenchmark", peer, 64, t)
     sh = a("SPANHEAP")
@@ -277,7 +277,7 @@ def write_markdown(d, results, others, summary, charts):
            "16 threads on 2 cores show behaviour when threads outnumber cores.", ""]
     t = targets(results)
     if t:
-        md += ["## Targets (issue 6)", "", "| target | measured | met |", "|---|---:|:---:|"]
+        md += ["## Targets", "", "| target | measured | met |", "|---|---:|:---:|"]
         md += ["| %s | %s | %s |" % (a, b, "yes" if ok else "**no**") for a, b, ok in t]
         md += [""]
     for cls, (title, what) in WORKLOADS.items():

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Repository checks run by `./mvnw -B verify` (the root project, phase verify) and so by .ci/run:
-#   check-process-words.sh  no "session", "stop N", "issue N" in any tracked text file;
+#   check-process-words.sh  no words about the development process in any tracked text file;
 #   check-links.py          every relative link and #anchor in README.md and docs/**/*.md resolves.
 # Both run even when the first fails, so one run lists every hit (file:line).
 set -uo pipefail

@@ -20,7 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * A JVM that ends while its heaps are in use does not crash (issue 16): a forked JVM runs
+ * A JVM that ends while its heaps are in use does not crash: a forked JVM runs
  * platform and virtual threads that allocate, access and free in a {@code SpanHeap}, its arenas,
  * {@code SpanHeap.global()} and a {@code CompactingHeap} whose compactor thread is busy, plus a
  * thread calling {@code compact()}; then the JVM ends in one of four ways while all of that runs.

@@ -14,7 +14,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * A thread that dies in the middle of a refill or a drain of its cache loses no block (issue 16).
+ * A thread that dies in the middle of a refill or a drain of its cache loses no block.
  * The only way a Java thread dies inside a library call is an error thrown there, and the one a
  * caller cannot rule out is {@link StackOverflowError}, thrown at the entry of whichever method
  * finds the stack full. So each thread first recurses to a depth, then allocates and frees 64-byte

@@ -32,7 +32,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *     pays for "just call malloc");</li>
  * <li>{@code Arena.ofConfined()} allocate + close (the JDK's own answer).</li>
  * </ul>
- * Target (issue 3): spanheap at most 0.5x malloc+free through FFM.
+ * Target: spanheap at most 0.5x malloc+free through FFM.
  *
  * <p>Each benchmark writes one long into the block so the allocation cannot be elided, and
  * returns the written value rather than the segment (no escape needed for the blackhole).

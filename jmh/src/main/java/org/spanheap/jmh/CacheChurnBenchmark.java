@@ -760,7 +760,8 @@ public class CacheChurnBenchmark {
     /**
      * {@code -Dbench.heap=trace}: the memory mode prints the compacting heap's {@code stats()}
      * with every sample (live, block, committed and large bytes, pages, holes, limbo, not-full
-     * pages per class), to split committed/live into its parts (docs/compacting-heap.md, "Stop 28").
+     * pages per class), to split committed/live into its parts
+     * (docs/benchmarks/compacting/measurements.md, "What the churn's committed memory is made of").
      */
     static final boolean TRACE = "trace".equals(System.getProperty("bench.heap"));
 

@@ -10,8 +10,8 @@ import joptsimple.OptionSet;
 import joptsimple.OptionSpec;
 
 /**
- * Hit ratio of the cache peers on one trace, the same for every peer: the policy comparison of
- * issue 13 without the scheduler in it. {@link CacheBenchmark} reports a hit ratio beside its
+ * Hit ratio of the cache peers on one trace, the same for every peer: the eviction policies
+ * compared without the scheduler in it. {@link CacheBenchmark} reports a hit ratio beside its
  * throughput, but there threads interleave differently in every run and nothing is prefilled,
  * so a slower peer reaches fewer of the popular keys in its warm-up and its ratio follows its
  * speed. Here one thread replays {@link CacheBenchmark}'s operation (Zipf keys; a put with

@@ -17,7 +17,7 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * Peer baseline: the JDK's own arenas, allocate one block and close the arena. The figure
- * spanheap's allocate+free is compared with (issue 6: at most 0.1x {@code Arena.ofConfined()}).
+ * spanheap's allocate+free is compared with (the target: at most 0.1x {@code Arena.ofConfined()}).
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)

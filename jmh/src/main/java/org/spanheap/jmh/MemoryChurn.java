@@ -25,7 +25,7 @@ import joptsimple.util.PathConverter;
  *       MiB are live, writing every byte of each block;</li>
  *   <li>{@code churn}: as many random replacements as there are blocks (free a random block,
  *       allocate a new random size);</li>
- *   <li>{@code free75}: free a random 75% of the blocks (the fragmenting free of issue 5);</li>
+ *   <li>{@code free75}: free a random 75% of the blocks (a fragmenting free);</li>
  *   <li>{@code settle}: the target's after-free hook (compaction for the compacting heap), then
  *       one second for background returns to the OS; the last sample is the <em>final</em>
  *       figure;</li>
