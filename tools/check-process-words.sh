@@ -18,13 +18,21 @@ ALLOWED=(
   '^docs/testing\.md:[0-9]+:.*check-process-words'
 )
 
+# grep's exit status: 0 hits, 1 none, anything else an error (which must not pass as "none")
+rc=0
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   # tracked and new (not ignored) files; -I skips binary files
-  hits=$(git grep -n -I -i -E --untracked "$pattern" -- . || true)
+  hits=$(git grep -n -I -i -E --untracked "$pattern" -- .) || rc=$?
 else
   hits=$(grep -r -n -I -i -E --exclude-dir=target --exclude-dir=build --exclude-dir=.git \
-           "$pattern" . | sed 's|^\./||' || true)
+           "$pattern" .) || rc=$?
+  hits=$(sed 's|^\./||' <<<"$hits")
 fi
+if (( rc > 1 )); then
+  echo "check-process-words: the search itself failed (exit $rc)" >&2
+  exit 2
+fi
+[[ -n "$hits" ]] || hits=
 
 for allowed in "${ALLOWED[@]}"; do
   [[ -z "$hits" ]] && break
