@@ -589,7 +589,8 @@ static sh_span *reusable_set_release_one(sh_heap *h, sh_lab *lab, unsigned cls)
         sh_span *prev = s->rl_prev, *next = s->rl_next; /* read while s is ours */
         uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED); /* relaxed: CAS re-validates */
         while (sh_anchor_state(a) == SH_ST_REUSABLE) {
-            uint64_t nw = sh_anchor_pack(SH_ST_FLOATING, sh_anchor_lab(a), sh_anchor_count(a), sh_anchor_head(a));
+            uint64_t nw = sh_anchor_pack(SH_ST_FLOATING, sh_anchor_lab(a), sh_anchor_count(a),
+                                         sh_anchor_head(a));
             /* release: an adopter that links s into its set (after its
              * acq_rel CAS) sees our reads of the links done */
             if (atomic_compare_exchange_weak_explicit(&s->anchor, &a, nw, memory_order_release,

@@ -50,7 +50,10 @@ enum {
 #define SH_ANCHOR_LAB_SHIFT 39
 
 static inline uint64_t sh_anchor_head(uint64_t a) { return a & SH_ANCHOR_HEAD_MASK; }
-static inline uint32_t sh_anchor_count(uint64_t a) { return (uint32_t)((a >> SH_ANCHOR_COUNT_SHIFT) & 0x3ffff); }
+static inline uint32_t sh_anchor_count(uint64_t a)
+{
+    return (uint32_t)((a >> SH_ANCHOR_COUNT_SHIFT) & 0x3ffff);
+}
 static inline unsigned sh_anchor_state(uint64_t a) { return (unsigned)((a >> SH_ANCHOR_STATE_SHIFT) & 7); }
 static inline unsigned sh_anchor_lab(uint64_t a) { return (unsigned)((a >> SH_ANCHOR_LAB_SHIFT) & 0xffff); }
 static inline uint64_t sh_anchor_pack(unsigned state, unsigned lab, uint32_t count, uint64_t head)
