@@ -177,7 +177,7 @@ def write_md(path, machine, summary, threads_of, allocators):
         "--threads N ARGS` (for peers: `LD_PRELOAD=lib... spanheap-bench ... --backend malloc`).")
     add("")
 
-    add("## Targets (issue 2)")
+    add("## Targets")
     add("")
     add("At least glibc's throughput on every workload; at least 1.5x glibc on threadtest and "
         "prod-con; within 10% of mimalloc on threadtest. For cache-* throughput is 1/seconds.")

@@ -143,7 +143,7 @@ for a in $allocators; do
             echo "run.sh: skipping $a: none of $names is installed (apt-get install $pkg)" >&2
         fi ;;
     sh-malloc)
-        # The malloc-compatible build of issue 8, once it exists.
+        # The malloc-compatible build (libspanheap-malloc.so, make -C native malloc).
         if [ -f "$snapshot/libspanheap-malloc.so" ]; then
             preload[$a]=$snapshot/libspanheap-malloc.so
             selected+=("$a")

@@ -192,7 +192,7 @@ SH_NOINLINE sh_lab *sh_lab_get_slow(sh_heap *h)
  * Only LABs bound to a thread (lab->defer) defer; a LAB that no thread
  * flushes (the malloc shim's exit LAB) pushes every free directly. */
 
-static void pend_push(sh_heap *h, sh_lab *lab, unsigned cls)
+static void pending_chain_push(sh_heap *h, sh_lab *lab, unsigned cls)
 {
     sh_pending *pd = &lab->pend[cls];
     sh_span *s = pd->span;
@@ -208,18 +208,18 @@ SH_NOINLINE void sh_lab_free_switch(sh_heap *h, sh_lab *lab, sh_span *s, unsigne
         sh_span_free_chain(h, lab, s, cls, b, b, 1);
         return;
     }
-    pend_push(h, lab, cls);
+    pending_chain_push(h, lab, cls);
     lab->pend[cls] = (sh_pending){.span = s, .first = b, .last = b, .k = 1};
 }
 
 void sh_lab_flush(sh_heap *h, sh_lab *lab, int cls)
 {
     if (cls >= 0) {
-        pend_push(h, lab, (unsigned)cls);
+        pending_chain_push(h, lab, (unsigned)cls);
         return;
     }
     for (unsigned c = 0; c < SH_NUM_CLASSES; c++)
-        pend_push(h, lab, c);
+        pending_chain_push(h, lab, c);
 }
 
 /* Slow path of sh_lab_alloc: the hot span has no local block. Push our
@@ -231,7 +231,7 @@ void sh_lab_flush(sh_heap *h, sh_lab *lab, int cls)
  * else a new span from the arena. */
 SH_NOINLINE void *sh_lab_alloc_slow(sh_heap *h, sh_lab *lab, unsigned cls, bool mark)
 {
-    pend_push(h, lab, cls);
+    pending_chain_push(h, lab, cls);
     sh_span *s = lab->hot[cls];
     if (s != &sh_no_span) {
         for (;;) {

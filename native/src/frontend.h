@@ -53,7 +53,8 @@ static inline void sh_count(_Atomic uint64_t *c, uint64_t n)
                           memory_order_relaxed);
 }
 
-static inline void sh_word1_set(void *b, uint64_t v)
+/* The free mark lives in a block's second word (docs/native-core.md, "Free mark"). */
+static inline void sh_free_mark_store(void *b, uint64_t v)
 {
     ((uint64_t *)b)[1] = v;
 }
@@ -69,7 +70,7 @@ static inline void *sh_lab_alloc(sh_heap *h, sh_lab *lab, unsigned cls, bool mar
     if (SH_UNLIKELY(b == NULL))
         return sh_lab_alloc_slow(h, lab, cls, mark);
     lab->local[cls] = *(void **)b;
-    sh_word1_set(b, mark ? (h->free_key ^ (uint64_t)(uintptr_t)b) : 0);
+    sh_free_mark_store(b, mark ? (h->free_key ^ (uint64_t)(uintptr_t)b) : 0);
     sh_count(&lab->allocs[cls], 1);
     return b;
 }

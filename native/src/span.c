@@ -81,7 +81,7 @@ _Static_assert(SH_NUM_CLASSES <= 64, "reusable_mask has a bit per class");
 /* Keeps lab->reusable_mask's bit for cls equal to "the set is not empty"
  * (lab->lock held; relaxed: the mask is only a hint for readers without the
  * lock, who take the lock before they touch the set). */
-static void rset_note(sh_lab *lab, unsigned cls)
+static void reusable_mask_update(sh_lab *lab, unsigned cls)
 {
     uint64_t bit = (uint64_t)1 << cls;
     uint64_t m = atomic_load_explicit(&lab->reusable_mask, AO_RELAXED);
@@ -89,21 +89,21 @@ static void rset_note(sh_lab *lab, unsigned cls)
     atomic_store_explicit(&lab->reusable_mask, m, AO_RELAXED);
 }
 
-static void rset_push(sh_lab *lab, unsigned cls, sh_span *s) /* lab->lock held */
+static void reusable_set_push(sh_lab *lab, unsigned cls, sh_span *s) /* lab->lock held */
 {
     s->rl_prev = NULL;
     s->rl_next = lab->reusable[cls];
     if (s->rl_next)
         s->rl_next->rl_prev = s;
     lab->reusable[cls] = s;
-    rset_note(lab, cls);
+    reusable_mask_update(lab, cls);
 }
 
 /* Unlinks s given its neighbours as read while we still owned s; writes
  * only the neighbours (in this set, so guarded by lab->lock), never s:
  * after a REUSABLE -> FLOATING CAS another thread may already be linking s
  * into its own set. */
-static void rset_unlink(sh_lab *lab, unsigned cls, sh_span *prev, sh_span *next)
+static void reusable_set_unlink(sh_lab *lab, unsigned cls, sh_span *prev, sh_span *next)
 {
     if (prev)
         prev->rl_next = next;
@@ -111,12 +111,12 @@ static void rset_unlink(sh_lab *lab, unsigned cls, sh_span *prev, sh_span *next)
         lab->reusable[cls] = next;
     if (next)
         next->rl_prev = prev;
-    rset_note(lab, cls);
+    reusable_mask_update(lab, cls);
 }
 
-static void rset_remove(sh_lab *lab, unsigned cls, sh_span *s) /* lab->lock held, s ours */
+static void reusable_set_remove(sh_lab *lab, unsigned cls, sh_span *s) /* lab->lock held, s ours */
 {
-    rset_unlink(lab, cls, s->rl_prev, s->rl_next);
+    reusable_set_unlink(lab, cls, s->rl_prev, s->rl_next);
     s->rl_prev = s->rl_next = NULL;
 }
 
@@ -148,7 +148,7 @@ void sh_span_init(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls)
     /* relaxed: the span is exclusively ours; other threads only learn of it
      * through blocks we hand out, which the user publishes */
     atomic_store_explicit(&s->bump, 0, AO_RELAXED);
-    atomic_store_explicit(&s->anchor, sh_a_make(SH_ST_HOT, lab->idx, 0, 0), AO_RELAXED);
+    atomic_store_explicit(&s->anchor, sh_anchor_pack(SH_ST_HOT, lab->idx, 0, 0), AO_RELAXED);
     atomic_store_explicit(&s->size_class, (uint16_t)cls, AO_RELAXED);
     /* relaxed: published with the class by the magic's release below */
     atomic_store_explicit(&s->blk_size, c->block_size, AO_RELAXED);
@@ -221,7 +221,7 @@ static void span_release(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls)
     /* relaxed: a stale reader only uses it to classify a bad pointer */
     atomic_store_explicit(&s->magic, SH_FREE_SPAN_MAGIC, AO_RELAXED);
     /* relaxed: we own the span (EMPTYING); the pool push releases it */
-    atomic_store_explicit(&s->anchor, sh_a_make(SH_ST_FREE, 0, 0, 0), AO_RELAXED);
+    atomic_store_explicit(&s->anchor, sh_anchor_pack(SH_ST_FREE, 0, 0, 0), AO_RELAXED);
     atomic_fetch_sub_explicit(&h->class_spans[cls], 1, AO_RELAXED); /* stats */
     sh_limit_release(h, c->real_span_size);
     if (me && me->defer && c->real_idx < SH_SPARE_REAL && !me->spare[c->real_idx]) {
@@ -253,11 +253,11 @@ void sh_lab_drop_spares(sh_heap *h, sh_lab *lab)
  * reusable set) and give it to the pool. */
 static void span_emptied(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls, uint64_t old)
 {
-    unsigned st = sh_a_state(old);
+    unsigned st = sh_anchor_state(old);
     if (st == SH_ST_REUSABLE) {
-        sh_lab *owner = lab_at(h, sh_a_lab(old));
+        sh_lab *owner = lab_at(h, sh_anchor_lab(old));
         pthread_mutex_lock(&owner->lock);
-        rset_remove(owner, cls, s);
+        reusable_set_remove(owner, cls, s);
         pthread_mutex_unlock(&owner->lock);
         stat_move(&h->n_reusable, NULL);
     } else if (st == SH_ST_FLOATING) {
@@ -275,7 +275,7 @@ static bool span_make_reusable(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls,
                                void *last, uint32_t k, uint64_t a)
 {
     const sh_class_desc *c = &sh_classes[cls];
-    sh_lab *target = lab_at(h, sh_a_lab(a));
+    sh_lab *target = lab_at(h, sh_anchor_lab(a));
     /* relaxed hint; re-checked under the lock */
     if (!target || atomic_load_explicit(&target->closed, AO_RELAXED))
         target = me;
@@ -286,17 +286,17 @@ static bool span_make_reusable(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls,
         pthread_mutex_lock(&target->lock);
     }
     for (;;) {
-        uint32_t n = sh_a_cnt(a) + k;
-        if (sh_a_state(a) != SH_ST_FLOATING || n >= c->block_count || n < h->reuse_thr[cls]) {
+        uint32_t n = sh_anchor_count(a) + k;
+        if (sh_anchor_state(a) != SH_ST_FLOATING || n >= c->block_count || n < h->reuse_thr[cls]) {
             pthread_mutex_unlock(&target->lock);
             return false;
         }
-        *(void **)last = sh_block_at(s, sh_a_head(a));
-        uint64_t nw = sh_a_make(SH_ST_REUSABLE, target->idx, n, sh_head_of(s, first));
+        *(void **)last = sh_block_at(s, sh_anchor_head(a));
+        uint64_t nw = sh_anchor_pack(SH_ST_REUSABLE, target->idx, n, sh_head_of(s, first));
         /* acq_rel: publishes the pushed blocks (release) and orders our
          * header writes (rl links) after the owner's earlier ones */
         if (atomic_compare_exchange_weak_explicit(&s->anchor, &a, nw, AO_ACQ_REL, AO_RELAXED)) {
-            rset_push(target, cls, s);
+            reusable_set_push(target, cls, s);
             pthread_mutex_unlock(&target->lock);
             stat_move(&h->n_floating, &h->n_reusable);
             return true;
@@ -315,22 +315,22 @@ void sh_span_free_chain(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls, void *
     /* relaxed: the CAS re-validates */
     uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
     for (;;) {
-        unsigned st = sh_a_state(a);
-        uint32_t n = sh_a_cnt(a) + k;
+        unsigned st = sh_anchor_state(a);
+        uint32_t n = sh_anchor_count(a) + k;
         uint64_t nw;
-        *(void **)last = sh_block_at(s, sh_a_head(a));
+        *(void **)last = sh_block_at(s, sh_anchor_head(a));
         if (st == SH_ST_HOT) {
-            nw = sh_a_make(SH_ST_HOT, sh_a_lab(a), n, sh_head_of(s, first));
+            nw = sh_anchor_pack(SH_ST_HOT, sh_anchor_lab(a), n, sh_head_of(s, first));
         } else if (st == SH_ST_FLOATING || st == SH_ST_REUSABLE) {
             if (n >= c->block_count) {
-                nw = sh_a_make(SH_ST_EMPTYING, sh_a_lab(a), n, sh_head_of(s, first));
+                nw = sh_anchor_pack(SH_ST_EMPTYING, sh_anchor_lab(a), n, sh_head_of(s, first));
             } else if (st == SH_ST_FLOATING && n >= h->reuse_thr[cls]) {
                 if (span_make_reusable(h, me, s, cls, first, last, k, a))
                     return;
                 a = atomic_load_explicit(&s->anchor, AO_RELAXED); /* relaxed: retried */
                 continue;
             } else {
-                nw = sh_a_make(st, sh_a_lab(a), n, sh_head_of(s, first));
+                nw = sh_anchor_pack(st, sh_anchor_lab(a), n, sh_head_of(s, first));
             }
         } else {
             return; /* FREE/EMPTYING: only a racing double free gets here */
@@ -338,7 +338,7 @@ void sh_span_free_chain(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls, void *
         /* release: the taker sees our link and the block contents; acquire
          * (for EMPTYING): we then own the span and its header */
         if (atomic_compare_exchange_weak_explicit(&s->anchor, &a, nw, AO_ACQ_REL, AO_RELAXED)) {
-            if (sh_a_state(nw) == SH_ST_EMPTYING)
+            if (sh_anchor_state(nw) == SH_ST_EMPTYING)
                 span_emptied(h, me, s, cls, a);
             return;
         }
@@ -352,12 +352,12 @@ bool sh_span_collect(sh_span *s, sh_lab *lab, void **local)
 {
     /* relaxed: the CAS re-validates */
     uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
-    while (sh_a_cnt(a) != 0) {
+    while (sh_anchor_count(a) != 0) {
         /* acquire: see the links and contents the pushers released */
         if (atomic_compare_exchange_weak_explicit(&s->anchor, &a,
-                                                  sh_a_make(SH_ST_HOT, lab->idx, 0, 0),
+                                                  sh_anchor_pack(SH_ST_HOT, lab->idx, 0, 0),
                                                   memory_order_acquire, AO_RELAXED)) {
-            *local = sh_block_at(s, sh_a_head(a));
+            *local = sh_block_at(s, sh_anchor_head(a));
             return true;
         }
     }
@@ -406,10 +406,10 @@ bool sh_span_extend(sh_heap *h, sh_span *s, void **local)
  * still empty. Returns false if frees arrived (caller collects them). */
 bool sh_span_retire(sh_heap *h, sh_lab *lab, sh_span *s)
 {
-    uint64_t expect = sh_a_make(SH_ST_HOT, lab->idx, 0, 0);
+    uint64_t expect = sh_anchor_pack(SH_ST_HOT, lab->idx, 0, 0);
     /* release: a later taker of the span sees our header writes (bump) */
     if (atomic_compare_exchange_strong_explicit(&s->anchor, &expect,
-                                                sh_a_make(SH_ST_FLOATING, lab->idx, 0, 0),
+                                                sh_anchor_pack(SH_ST_FLOATING, lab->idx, 0, 0),
                                                 memory_order_release, AO_RELAXED)) {
         stat_move(&h->n_hot, &h->n_floating);
         /* relaxed: we set the class when we took the span */
@@ -454,12 +454,12 @@ static sh_span *span_take_retired(sh_heap *h, sh_lab *lab, unsigned cls)
                 continue;
             /* relaxed: a hint, validated by the CAS below */
             uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
-            if (sh_a_state(a) != SH_ST_FLOATING || sh_a_lab(a) != lab->idx ||
+            if (sh_anchor_state(a) != SH_ST_FLOATING || sh_anchor_lab(a) != lab->idx ||
                 atomic_load_explicit(&s->size_class, AO_RELAXED) != cls) {
                 lab->retired[cls][i] = NULL; /* moved on: not ours to take any more */
                 continue;
             }
-            if (sh_a_cnt(a) >= min && sh_a_cnt(a) > sh_a_cnt(best_a))
+            if (sh_anchor_count(a) >= min && sh_anchor_count(a) > sh_anchor_count(best_a))
                 best = i, best_a = a;
         }
         if (best == SH_RETIRED_RING)
@@ -467,10 +467,10 @@ static sh_span *span_take_retired(sh_heap *h, sh_lab *lab, unsigned cls)
         sh_span *s = lab->retired[cls][best];
         /* acquire: see the pushed links, as a take from a reusable set does */
         if (atomic_compare_exchange_strong_explicit(&s->anchor, &best_a,
-                                                    sh_a_make(SH_ST_HOT, lab->idx, 0, 0),
+                                                    sh_anchor_pack(SH_ST_HOT, lab->idx, 0, 0),
                                                     memory_order_acquire, AO_RELAXED)) {
             lab->retired[cls][best] = NULL;
-            lab->local[cls] = sh_block_at(s, sh_a_head(best_a));
+            lab->local[cls] = sh_block_at(s, sh_anchor_head(best_a));
             stat_move(&h->n_floating, &h->n_hot);
             return s;
         }
@@ -494,12 +494,12 @@ static void span_orphan(sh_heap *h, sh_span *s, unsigned cls)
     pthread_mutex_lock(&o->lock);
     /* relaxed: the CAS re-validates */
     uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
-    while (sh_a_state(a) == SH_ST_FLOATING && sh_a_cnt(a) > 0) {
-        uint64_t nw = sh_a_make(SH_ST_REUSABLE, o->idx, sh_a_cnt(a), sh_a_head(a));
+    while (sh_anchor_state(a) == SH_ST_FLOATING && sh_anchor_count(a) > 0) {
+        uint64_t nw = sh_anchor_pack(SH_ST_REUSABLE, o->idx, sh_anchor_count(a), sh_anchor_head(a));
         /* acq_rel: our link writes are ordered after the previous owner's
          * header writes, and a taker (acquire) sees them */
         if (atomic_compare_exchange_weak_explicit(&s->anchor, &a, nw, AO_ACQ_REL, AO_RELAXED)) {
-            rset_push(o, cls, s);
+            reusable_set_push(o, cls, s);
             stat_move(&h->n_floating, &h->n_reusable);
             break;
         }
@@ -526,14 +526,14 @@ void sh_span_detach(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls)
     /* relaxed: the CAS re-validates */
     uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
     for (;;) {
-        uint64_t head = sh_a_head(a);
+        uint64_t head = sh_anchor_head(a);
         if (first) {
             *(void **)last = sh_block_at(s, head);
             head = sh_head_of(s, first);
         }
-        uint32_t n = sh_a_cnt(a) + extra;
+        uint32_t n = sh_anchor_count(a) + extra;
         unsigned st = n >= c->block_count ? SH_ST_EMPTYING : SH_ST_FLOATING;
-        uint64_t nw = sh_a_make(st, lab->idx, n, head);
+        uint64_t nw = sh_anchor_pack(st, lab->idx, n, head);
         /* acq_rel: hands our private header state to the next owner, and
          * acquires the remote pushes if we return the span */
         if (atomic_compare_exchange_weak_explicit(&s->anchor, &a, nw, AO_ACQ_REL, AO_RELAXED)) {
@@ -561,15 +561,15 @@ sh_span *sh_span_take_reusable(sh_heap *h, sh_lab *lab, sh_lab *from, unsigned c
     for (sh_span *s = from->reusable[cls]; s; s = s->rl_next) {
         /* relaxed: the CAS re-validates */
         uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
-        while (sh_a_state(a) == SH_ST_REUSABLE) {
+        while (sh_anchor_state(a) == SH_ST_REUSABLE) {
             /* acquire: see the pushed links and the previous owner's
              * header writes (bump, local list) */
             if (atomic_compare_exchange_weak_explicit(&s->anchor, &a,
-                                                      sh_a_make(SH_ST_HOT, lab->idx, 0, 0),
+                                                      sh_anchor_pack(SH_ST_HOT, lab->idx, 0, 0),
                                                       memory_order_acquire, AO_RELAXED)) {
-                rset_remove(from, cls, s);
+                reusable_set_remove(from, cls, s);
                 pthread_mutex_unlock(&from->lock);
-                lab->local[cls] = sh_block_at(s, sh_a_head(a));
+                lab->local[cls] = sh_block_at(s, sh_anchor_head(a));
                 stat_move(&h->n_reusable, &h->n_hot);
                 return s;
             }
@@ -582,19 +582,20 @@ sh_span *sh_span_take_reusable(sh_heap *h, sh_lab *lab, sh_lab *from, unsigned c
 /* The first span of lab's set for cls that is still REUSABLE, turned
  * FLOATING and unlinked; NULL when none is left (spans that a racing free
  * is emptying stay linked: their emptier unlinks). */
-static sh_span *rset_release_one(sh_heap *h, sh_lab *lab, unsigned cls)
+static sh_span *reusable_set_release_one(sh_heap *h, sh_lab *lab, unsigned cls)
 {
     pthread_mutex_lock(&lab->lock);
     for (sh_span *s = lab->reusable[cls]; s; s = s->rl_next) {
         sh_span *prev = s->rl_prev, *next = s->rl_next; /* read while s is ours */
         uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED); /* relaxed: CAS re-validates */
-        while (sh_a_state(a) == SH_ST_REUSABLE) {
-            uint64_t nw = sh_a_make(SH_ST_FLOATING, sh_a_lab(a), sh_a_cnt(a), sh_a_head(a));
+        while (sh_anchor_state(a) == SH_ST_REUSABLE) {
+            uint64_t nw = sh_anchor_pack(SH_ST_FLOATING, sh_anchor_lab(a), sh_anchor_count(a),
+                                         sh_anchor_head(a));
             /* release: an adopter that links s into its set (after its
              * acq_rel CAS) sees our reads of the links done */
             if (atomic_compare_exchange_weak_explicit(&s->anchor, &a, nw, memory_order_release,
                                                       AO_RELAXED)) {
-                rset_unlink(lab, cls, prev, next);
+                reusable_set_unlink(lab, cls, prev, next);
                 pthread_mutex_unlock(&lab->lock);
                 stat_move(&h->n_reusable, &h->n_floating);
                 return s;
@@ -616,7 +617,7 @@ void sh_lab_close_reusable(sh_heap *h, sh_lab *lab)
     pthread_mutex_unlock(&lab->lock);
     for (unsigned cls = 0; cls < SH_NUM_CLASSES; cls++) {
         sh_span *s;
-        while ((s = rset_release_one(h, lab, cls)) != NULL)
+        while ((s = reusable_set_release_one(h, lab, cls)) != NULL)
             span_orphan(h, s, cls);
     }
 }

@@ -44,19 +44,22 @@ enum {
     SH_ST_EMPTYING = 4   /* all blocks free; the winner returns it to pool  */
 };
 
-#define SH_A_HEAD_MASK ((uint64_t)0x3ffff)
-#define SH_A_CNT_SHIFT 18
-#define SH_A_STATE_SHIFT 36
-#define SH_A_LAB_SHIFT 39
+#define SH_ANCHOR_HEAD_MASK ((uint64_t)0x3ffff)
+#define SH_ANCHOR_COUNT_SHIFT 18
+#define SH_ANCHOR_STATE_SHIFT 36
+#define SH_ANCHOR_LAB_SHIFT 39
 
-static inline uint64_t sh_a_head(uint64_t a) { return a & SH_A_HEAD_MASK; }
-static inline uint32_t sh_a_cnt(uint64_t a) { return (uint32_t)((a >> SH_A_CNT_SHIFT) & 0x3ffff); }
-static inline unsigned sh_a_state(uint64_t a) { return (unsigned)((a >> SH_A_STATE_SHIFT) & 7); }
-static inline unsigned sh_a_lab(uint64_t a) { return (unsigned)((a >> SH_A_LAB_SHIFT) & 0xffff); }
-static inline uint64_t sh_a_make(unsigned state, unsigned lab, uint32_t cnt, uint64_t head)
+static inline uint64_t sh_anchor_head(uint64_t a) { return a & SH_ANCHOR_HEAD_MASK; }
+static inline uint32_t sh_anchor_count(uint64_t a)
 {
-    return head | ((uint64_t)cnt << SH_A_CNT_SHIFT) | ((uint64_t)state << SH_A_STATE_SHIFT) |
-           ((uint64_t)lab << SH_A_LAB_SHIFT);
+    return (uint32_t)((a >> SH_ANCHOR_COUNT_SHIFT) & 0x3ffff);
+}
+static inline unsigned sh_anchor_state(uint64_t a) { return (unsigned)((a >> SH_ANCHOR_STATE_SHIFT) & 7); }
+static inline unsigned sh_anchor_lab(uint64_t a) { return (unsigned)((a >> SH_ANCHOR_LAB_SHIFT) & 0xffff); }
+static inline uint64_t sh_anchor_pack(unsigned state, unsigned lab, uint32_t count, uint64_t head)
+{
+    return head | ((uint64_t)count << SH_ANCHOR_COUNT_SHIFT) | ((uint64_t)state << SH_ANCHOR_STATE_SHIFT) |
+           ((uint64_t)lab << SH_ANCHOR_LAB_SHIFT);
 }
 
 typedef struct sh_span {

@@ -19,7 +19,7 @@ import java.util.Arrays;
  */
 public final class HeapArena implements Arena {
     private final HeapEngine heap;
-    private final Arena session;
+    private final Arena inner;
     private final Thread owner;
     private long[] blocks = new long[16];
     private int count;
@@ -34,7 +34,7 @@ public final class HeapArena implements Arena {
     public HeapArena(HeapEngine heap) {
         heap.acquireRef();
         this.heap = heap;
-        this.session = Arena.ofConfined();
+        this.inner = Arena.ofConfined();
         this.owner = Thread.currentThread();
     }
 
@@ -65,14 +65,14 @@ public final class HeapArena implements Arena {
             }
         }
         blocks[count++] = address;
-        MemorySegment segment = MemorySegment.ofAddress(address).reinterpret(byteSize, session, null);
+        MemorySegment segment = MemorySegment.ofAddress(address).reinterpret(byteSize, inner, null);
         Zeroing.zero(segment);
         return segment;
     }
 
     @Override
     public MemorySegment.Scope scope() {
-        return session.scope();
+        return inner.scope();
     }
 
     /**
@@ -85,7 +85,7 @@ public final class HeapArena implements Arena {
     public void close() {
         checkOwnerAndOpen();
         closed = true;
-        session.close();                 // from here no segment of this arena reaches a block
+        inner.close();                 // from here no segment of this arena reaches a block
         try {
             heap.freeArenaBlocks(blocks, count);
         } finally {

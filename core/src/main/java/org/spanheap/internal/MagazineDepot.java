@@ -30,14 +30,18 @@ package org.spanheap.internal;
  * the first write (in the interpreter even {@code Math.min} and a VarHandle access are calls);
  * the monitor is released by the bytecode's own exit path. A deposit writes the blocks and
  * the depot's top before it takes them out of the magazine.
+ *
+ * <p>Public, with its operations, only for the stress module's jcstress test of this
+ * protocol: the package is not exported by the module (module-info), so users on the module
+ * path cannot reach it.
  */
-final class MagazineDepot {
+public final class MagazineDepot {
 
     private static final java.lang.invoke.VarHandle WORD =
             java.lang.invoke.MethodHandles.arrayElementVarHandle(long[].class);
 
     /** First slot of a store; {@code store[0]} is its top. */
-    static final int BASE = 1;
+    public static final int BASE = 1;
     /** A store's slots at its first deposit; it doubles up to the class's capacity. */
     private static final int INITIAL_SLOTS = 64;
 
@@ -51,7 +55,7 @@ final class MagazineDepot {
      * A depot holding at most {@code capacity[c]} blocks of class {@code c} (0: none; a
      * deposit is then refused). A class's store is allocated at its first deposit.
      */
-    MagazineDepot(int[] capacity) {
+    public MagazineDepot(int[] capacity) {
         int n = capacity.length;
         this.locks = new Object[n];
         this.stores = new long[n][];
@@ -80,7 +84,7 @@ final class MagazineDepot {
      * here, moves the rest down to {@code m[b]} and stores {@code b + count - n} into {@code m[top]};
      * or changes nothing and returns false when the class's store has no room for them.
      */
-    boolean deposit(int c, long[] m, int b, int n, int count, int top) {
+    public boolean deposit(int c, long[] m, int b, int n, int count, int top) {
         synchronized (locks[c]) {
             long[] store = stores[c];
             int t = (int) store[0];
@@ -111,7 +115,7 @@ final class MagazineDepot {
      * {@code m[b ..)} and stores the new top into {@code m[top]}; returns that top, which is
      * {@code b} (nothing stored) when the depot holds none of the class.
      */
-    int withdraw(int c, long[] m, int b, int want, int top) {
+    public int withdraw(int c, long[] m, int b, int want, int top) {
         synchronized (locks[c]) {
             long[] store = stores[c];
             int t = (int) store[0];
@@ -130,12 +134,12 @@ final class MagazineDepot {
     }
 
     /** {@return blocks held for class c: exact when no other thread deposits or withdraws} */
-    long blocks(int c) {
+    public long blocks(int c) {
         return (long) WORD.getOpaque(stores[c], 0) - BASE;
     }
 
     /** Receives a class's store to empty, under its monitor: see {@link #drain}. */
-    interface Drain {
+    public interface Drain {
         void drain(int c, long[] store, int count);
     }
 
@@ -143,7 +147,7 @@ final class MagazineDepot {
      * Hands every non-empty store to {@code drain}, one class at a time under its monitor; the
      * drain frees the {@code count} blocks and stores {@link #BASE} into {@code store[0]} in one step.
      */
-    void drain(Drain drain) {
+    public void drain(Drain drain) {
         for (int c = 0; c < locks.length; c++) {
             synchronized (locks[c]) {
                 long[] store = stores[c];

@@ -251,15 +251,15 @@ public final class SpanHeapImpl implements HeapEngine {
     public long allocateAddress(long size, long alignment) {
         // Unsigned: a negative size fails too and reaches the checks in the slow path.
         if (Long.compareUnsigned(size, maxCachedSize) <= 0 && alignment <= MIN_ALIGNMENT) {
-            int c = classOf[(int) ((size + 15) >>> 4)];
-            long id = Thread.currentThread().threadId();
-            long[] m = byThread[(int) id & (CACHE_TABLE_SIZE - 1)];   // plain, see byThread
-            if (m != null && m[ThreadCache.OWNER] == id) {
-                int t = ThreadCache.top(c);
-                int i = (int) m[t] - 1;
-                long address = m[i];               // EMPTY (0) below the stack: empty
+            int sizeClass = classOf[(int) ((size + 15) >>> 4)];
+            long threadId = Thread.currentThread().threadId();
+            long[] cacheWords = byThread[(int) threadId & (CACHE_TABLE_SIZE - 1)]; // plain, see byThread
+            if (cacheWords != null && cacheWords[ThreadCache.OWNER] == threadId) {
+                int topIndex = ThreadCache.top(sizeClass);
+                int slot = (int) cacheWords[topIndex] - 1;
+                long address = cacheWords[slot];   // EMPTY (0) below the stack: empty
                 if (address != ThreadCache.EMPTY) {
-                    m[t] = i;                      // plain store: owner-only, see ThreadCache
+                    cacheWords[topIndex] = slot;   // plain store: owner-only, see ThreadCache
                     // Clear the free mark: the block is the caller's now (plain; a later
                     // downcall or handoff to another thread orders it). Throws once closed.
                     arena.set(JAVA_LONG_UNALIGNED, address - base + BLOCK_FREE_MARK_OFFSET, 0L);
@@ -309,15 +309,15 @@ public final class SpanHeapImpl implements HeapEngine {
     }
 
     /** Pops a block of cached class c from a cache its caller owns or has locked, refilling it if empty. */
-    private long pop(ThreadCache cache, int c) {
-        long[] m = cache.m;
-        int t = ThreadCache.top(c);
-        int i = (int) m[t];
-        if (i == cacheBase[c]) {
-            i = refill(cache, c);
+    private long pop(ThreadCache cache, int sizeClass) {
+        long[] cacheWords = cache.m;
+        int topIndex = ThreadCache.top(sizeClass);
+        int slot = (int) cacheWords[topIndex];
+        if (slot == cacheBase[sizeClass]) {
+            slot = refill(cache, sizeClass);
         }
-        long address = m[--i];
-        m[t] = i;                                  // plain store: owner or lock holder only
+        long address = cacheWords[--slot];
+        cacheWords[topIndex] = slot;               // plain store: owner or lock holder only
         arena.set(JAVA_LONG_UNALIGNED, address - base + BLOCK_FREE_MARK_OFFSET, 0L);
         return address;
     }
@@ -482,32 +482,32 @@ public final class SpanHeapImpl implements HeapEngine {
      * the block size (Lemire, see {@link SizeClassTable}); the free mark is not set.
      */
     public void freeAddress(long address) {
-        long off = address - base;
-        if (Long.compareUnsigned(off, frontierOffset) < 0) {
+        long offset = address - base;
+        if (Long.compareUnsigned(offset, frontierOffset) < 0) {
             // A closed heap makes this access throw IllegalStateException.
-            long span = off & spanMask;
+            long span = offset & spanMask;
             long header = arena.get(JAVA_LONG_UNALIGNED, span);
-            int c = (int) (header >>> 32) & 0xFFFF;
-            long id = Thread.currentThread().threadId();
-            long[] m = byThread[(int) id & (CACHE_TABLE_SIZE - 1)];   // plain, see byThread
-            if ((int) header == SpanLayout.SPAN_MAGIC && c < cachedClassCount
-                    && m != null && m[ThreadCache.OWNER] == id) {
-                int r = ThreadCache.CLASS_RECORDS + ThreadCache.CLASS_RECORD * c;
-                long rel = off - span - m[r + ThreadCache.PAYLOAD_OFF];   // from the first block
-                long d = m[r + ThreadCache.DIVISOR];
-                int i = (int) m[r + ThreadCache.TOP];
+            int sizeClass = (int) (header >>> 32) & 0xFFFF;
+            long threadId = Thread.currentThread().threadId();
+            long[] cacheWords = byThread[(int) threadId & (CACHE_TABLE_SIZE - 1)]; // plain, see byThread
+            if ((int) header == SpanLayout.SPAN_MAGIC && sizeClass < cachedClassCount
+                    && cacheWords != null && cacheWords[ThreadCache.OWNER] == threadId) {
+                int classRecord = ThreadCache.CLASS_RECORDS + ThreadCache.CLASS_RECORD * sizeClass;
+                long fromFirstBlock = offset - span - cacheWords[classRecord + ThreadCache.PAYLOAD_OFF];
+                long divisor = cacheWords[classRecord + ThreadCache.DIVISOR];
+                int slot = (int) cacheWords[classRecord + ThreadCache.TOP];
                 long mark = freeKey ^ address;
                 // The slot at the top is FULL (-1) exactly when the stack is full. Plain load
                 // and store of the mark: a block is freed by one thread; two threads racing to
                 // free the same block is a caller bug this check does not promise to catch (a
                 // CAS would, at ~20 cycles per free).
-                if (Long.compareUnsigned(rel, m[r + ThreadCache.PAYLOAD_BYTES]) < 0
-                        && Long.compareUnsigned(rel * d, d - 1) <= 0
-                        && m[i] != ThreadCache.FULL
-                        && arena.get(JAVA_LONG_UNALIGNED, off + BLOCK_FREE_MARK_OFFSET) != mark) {
-                    arena.set(JAVA_LONG_UNALIGNED, off + BLOCK_FREE_MARK_OFFSET, mark);
-                    m[i] = address;
-                    m[r + ThreadCache.TOP] = i + 1;    // plain store: owner-only
+                if (Long.compareUnsigned(fromFirstBlock, cacheWords[classRecord + ThreadCache.PAYLOAD_BYTES]) < 0
+                        && Long.compareUnsigned(fromFirstBlock * divisor, divisor - 1) <= 0
+                        && cacheWords[slot] != ThreadCache.FULL
+                        && arena.get(JAVA_LONG_UNALIGNED, offset + BLOCK_FREE_MARK_OFFSET) != mark) {
+                    arena.set(JAVA_LONG_UNALIGNED, offset + BLOCK_FREE_MARK_OFFSET, mark);
+                    cacheWords[slot] = address;
+                    cacheWords[classRecord + ThreadCache.TOP] = slot + 1; // plain store: owner-only
                     return;
                 }
             }
@@ -518,17 +518,17 @@ public final class SpanHeapImpl implements HeapEngine {
     /** Every free the fast path does not finish; names the error of a bad address. */
     private void freeSlow(long address) {
         try {
-            long off = address - base;
-            if (Long.compareUnsigned(off, frontierOffset) >= 0
-                    && Long.compareUnsigned(off, refreshFrontier()) >= 0) {
+            long offset = address - base;
+            if (Long.compareUnsigned(offset, frontierOffset) >= 0
+                    && Long.compareUnsigned(offset, refreshFrontier()) >= 0) {
                 freeDirect(address);               // large object, or not ours
                 return;
             }
-            long span = off & spanMask;
+            long span = offset & spanMask;
             long header = arena.get(JAVA_LONG_UNALIGNED, span);
-            int c = (int) (header >>> 32) & 0xFFFF;
-            if ((int) header != SpanLayout.SPAN_MAGIC || c >= cachedClassCount
-                    || !isBlockStart(c, off - span - classes.payloadOffset[c])) {
+            int sizeClass = (int) (header >>> 32) & 0xFFFF;
+            if ((int) header != SpanLayout.SPAN_MAGIC || sizeClass >= cachedClassCount
+                    || !isBlockStart(sizeClass, offset - span - classes.payloadOffset[sizeClass])) {
                 // Not a block start of a cached class: the native core frees it or decides
                 // and names the error.
                 freeDirect(address);
@@ -536,7 +536,7 @@ public final class SpanHeapImpl implements HeapEngine {
             }
             ThreadCache cache = threadCaches.own();
             if (cache != null) {
-                push(cache, c, address);
+                push(cache, sizeClass, address);
                 return;
             }
             ThreadCache stripe = threadCaches.lockedStripe();
@@ -545,7 +545,7 @@ public final class SpanHeapImpl implements HeapEngine {
                 return;
             }
             try {
-                push(stripe, c, address);
+                push(stripe, sizeClass, address);
             } finally {
                 stripe.unlock();
             }
@@ -560,37 +560,39 @@ public final class SpanHeapImpl implements HeapEngine {
      * overflow, else the heap's depot, else the native heap (one downcall). The cache is
      * the caller's own or a stripe it holds locked.
      */
-    private void push(ThreadCache cache, int c, long address) {
-        long[] m = cache.m;
+    private void push(ThreadCache cache, int sizeClass, long address) {
+        long[] cacheWords = cache.m;
         long markOffset = address - base + BLOCK_FREE_MARK_OFFSET;
         long mark = freeKey ^ address;
         if (arena.get(JAVA_LONG_UNALIGNED, markOffset) == mark) {
             throw doubleFree(address);
         }
-        int t = ThreadCache.top(c);
-        int i = (int) m[t];
-        int b = cacheBase[c];
-        int limit = cacheLimit[c];
-        if (i == limit) {
-            int n = Math.max(1, (limit - b) >>> 1); // a one-block magazine drains its block
-            if (!cache.overflow.deposit(c, m, b, n, limit - b, t) && !depot.deposit(c, m, b, n, limit - b, t)) {
-                drainOlder(m, c, n);               // both full: frees, shifts and stores the top in one call
+        int topIndex = ThreadCache.top(sizeClass);
+        int slot = (int) cacheWords[topIndex];
+        int stackBase = cacheBase[sizeClass];
+        int limit = cacheLimit[sizeClass];
+        if (slot == limit) {
+            int n = Math.max(1, (limit - stackBase) >>> 1); // a one-block magazine drains its block
+            if (!cache.overflow.deposit(sizeClass, cacheWords, stackBase, n, limit - stackBase, topIndex)
+                    && !depot.deposit(sizeClass, cacheWords, stackBase, n, limit - stackBase, topIndex)) {
+                drainOlder(cacheWords, sizeClass, n); // both full: frees, shifts and stores the top in one call
             }
-            i = limit - n;
+            slot = limit - n;
         }
         arena.set(JAVA_LONG_UNALIGNED, markOffset, mark);
-        m[i] = address;
-        m[t] = i + 1;                              // plain store: owner or lock holder only
+        cacheWords[slot] = address;
+        cacheWords[topIndex] = slot + 1;           // plain store: owner or lock holder only
     }
 
     /**
-     * {@return whether {@code rel}, an offset from the first block of class {@code c}, is a
-     * block start inside the span} Lemire's divisibility test, see {@link SizeClassTable}.
+     * {@return whether {@code fromFirstBlock}, an offset from the first block of class
+     * {@code sizeClass}, is a block start inside the span} Lemire's divisibility test, see
+     * {@link SizeClassTable}.
      */
-    private boolean isBlockStart(int c, long rel) {
-        long m = classes.divisor[c];
-        return Long.compareUnsigned(rel, classes.payloadBytes[c]) < 0
-                && Long.compareUnsigned(rel * m, m - 1) <= 0;
+    private boolean isBlockStart(int sizeClass, long fromFirstBlock) {
+        long divisor = classes.divisor[sizeClass];
+        return Long.compareUnsigned(fromFirstBlock, classes.payloadBytes[sizeClass]) < 0
+                && Long.compareUnsigned(fromFirstBlock * divisor, divisor - 1) <= 0;
     }
 
     private void freeDirect(long address) {

@@ -1,4 +1,4 @@
-package org.spanheap.internal;
+package org.spanheap.stress.internal;
 
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicLong;

@@ -1,4 +1,4 @@
-package org.spanheap.internal;
+package org.spanheap.stress.internal;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;

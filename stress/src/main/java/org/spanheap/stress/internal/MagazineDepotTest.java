@@ -1,4 +1,4 @@
-package org.spanheap.internal;
+package org.spanheap.stress.internal;
 
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Arbiter;
@@ -8,6 +8,7 @@ import org.openjdk.jcstress.annotations.JCStressTest;
 import org.openjdk.jcstress.annotations.Outcome;
 import org.openjdk.jcstress.annotations.State;
 import org.openjdk.jcstress.infra.results.III_Result;
+import org.spanheap.internal.MagazineDepot;
 
 /**
  * The magazine depot ({@link MagazineDepot}): two threads deposit the older halves of their

@@ -1,7 +1,10 @@
-package org.spanheap.internal;
+package org.spanheap.stress.internal;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+
+import org.spanheap.internal.NativeHeap;
+import org.spanheap.internal.SpanLayout;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
