@@ -3,11 +3,11 @@
 # run-jcstress profile of stress/pom.xml (the JDK the build selects, forks with native access).
 #
 #   bash stress/jcstress-slice.sh                   CI: this commit's slice, quick mode
-#   bash stress/jcstress-slice.sh --slice 2         slice 2 (of 4), quick mode
+#   bash stress/jcstress-slice.sh --slice 2         slice 2 (of 8), quick mode
 #   bash stress/jcstress-slice.sh --all             every test, default mode (hours on 2 cores)
 #   bash stress/jcstress-slice.sh --list            print the slices, run nothing
 #
-# Options: --slices N (default 4), --mode sanity|quick|default|tough (default: quick, with
+# Options: --slices N (default 8), --mode sanity|quick|default|tough (default: quick, with
 # --all: default); arguments after -- go to Maven (e.g. -- -o for an offline build).
 #
 # The tests are the classes annotated @JCStressTest under stress/src/main/java, sorted; slice
@@ -22,7 +22,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-slices=4
+slices=8
 slice=
 mode=
 all=false
