@@ -144,7 +144,11 @@ final class CacheIndex {
         return shift == 32 ? segments[0] : segments[hash >>> shift];
     }
 
-    /** {@return the handle stored for {@code key}, 0 if none} A hit counts as an access. */
+    /**
+     * {@return the handle stored for {@code key}, 0 if none} A hit counts as an access for
+     * the policy; the statistics count a lookup through {@link #recordLookup}, once per
+     * call of the cache, however many times the call looked.
+     */
     long lookup(Object key, int hash, long now) {
         IndexSegment s = segmentOf(hash);
         long handle = s.lookupWithoutLock(key, hash, now);
@@ -156,8 +160,12 @@ final class CacheIndex {
                 s.lock.unlock();
             }
         }
-        (handle == 0 ? misses : hits).increment();
         return handle;
+    }
+
+    /** Counts one lookup of the cache's, a hit or a miss. */
+    void recordLookup(boolean hit) {
+        (hit ? hits : misses).increment();
     }
 
     boolean contains(Object key, int hash, long now) {

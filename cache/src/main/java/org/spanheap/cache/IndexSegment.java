@@ -18,7 +18,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * links with the charge, the key when keys are longs or else the hash, expiry
  * times), so that
  * a lookup's reads of an entry fall in one or two cache lines (with parallel
- * arrays, as before 2026-11-25, each field was a miss of its own). The hash
+ * arrays, each field would be a miss of its own). The hash
  * table is open addressing with linear probing over slot numbers, each cell
  * with eight bits of the hash beside the slot, so a probe past other keys
  * rarely touches their entries; deletion shifts the run back, so there are no

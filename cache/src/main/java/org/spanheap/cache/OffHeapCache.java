@@ -105,7 +105,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         this.heap = b.heapBuilder.build();
         this.keys = IndexKeys.of(b.keySerializer);
         this.values = b.valueSerializer;
-        this.readValue = values::read;
+        this.readValue = segment -> values.read(segment.asReadOnly());
         this.listener = b.listener;
         this.entryOverhead = ENTRY_OVERHEAD + (b.expireAfterWrite != null ? EXPIRY_OVERHEAD : 0)
                 + (b.expireAfterAccess != null ? EXPIRY_OVERHEAD : 0) + (b.variableExpiry ? EXPIRY_OVERHEAD : 0);
@@ -181,13 +181,15 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * @throws IllegalStateException if the cache is closed
      */
     public V get(K key) {
-        return get(key, readValue);
+        return lookup(key, readValue);
     }
 
     /**
      * Runs {@code reader} on the bytes of {@code key}'s value, in place, and
      * returns its result; returns null, without calling it, if there is no value.
-     * The segment is valid only during the call (copy what you keep), and it stays
+     * The segment is read-only: a write through it throws
+     * {@link IllegalArgumentException} and leaves the value as it was. It is
+     * valid only during the call (copy what you keep), and it stays
      * valid while compaction runs: if the value moves meanwhile, {@code reader} is
      * run again on the value's new place, so it must not have side effects that
      * cannot be repeated.
@@ -200,22 +202,45 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * @throws IllegalStateException if the cache is closed
      */
     public <R> R get(K key, Function<? super MemorySegment, ? extends R> reader) {
-        Objects.requireNonNull(key, "key");
         Objects.requireNonNull(reader, "reader");
+        return lookup(key, segment -> reader.apply(segment.asReadOnly()));
+    }
+
+    /**
+     * A lookup as the statistics count it, once per call: {@return what {@code reader}
+     * returned for {@code key}'s value (a hit), or null if there is none (a miss)}
+     * {@code reader} is given the value's segment as it is, writable.
+     */
+    @SuppressWarnings("unchecked")
+    private <R> R lookup(K key, Function<? super MemorySegment, ? extends R> reader) {
+        Objects.requireNonNull(key, "key");
         checkOpen();
         Object k = keys.lookup(key);
-        int hash = CacheIndex.hash(k);
+        Object found = find(k, CacheIndex.hash(k), reader);
+        index.recordLookup(found != ABSENT);
+        return found == ABSENT ? null : (R) found;
+    }
+
+    /** What {@link #find} returns when the key has no value. */
+    private static final Object ABSENT = new Object();
+
+    /**
+     * {@return what {@code reader} returned for the value of {@code k}, or
+     * {@link #ABSENT}} An access for the policy and for expiry, not counted in the
+     * statistics: the caller counts its call once, however many tries it took.
+     */
+    private Object find(Object k, int hash, Function<? super MemorySegment, ?> reader) {
         for (int attempt = 1; ; attempt++) {
             long handle = index.lookup(k, hash, now());
             if (handle == 0) {
-                return null;
+                return ABSENT;
             }
             try {
                 return heap.read(handle, reader);
             } catch (StaleHandleException e) {
                 // removed or replaced between the lookup and the read: look again
                 if (attempt == LOOKUP_ATTEMPTS) {
-                    return null;
+                    return ABSENT;
                 }
             }
         }
@@ -282,7 +307,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         Object k = keys.stored(key);
         long size = sizeOf(value);
         int charge = chargeOf(k, size);
-        long handle = heap.allocate(size, segment -> values.write(value, segment));
+        long handle = store(value, size);
         IndexSegment.Removals out = removals();
         try {
             long now = now();
@@ -350,7 +375,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         }
         long size = sizeOf(value);
         int charge = chargeOf(k, size);
-        long handle = heap.allocate(size, segment -> values.write(value, segment));
+        long handle = store(value, size);
         IndexSegment.Removals out = removals();
         try {
             long now = now();
@@ -396,7 +421,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         MemorySegment expected = serializedOnHeap(expectedValue);
         long size = sizeOf(newValue);
         int charge = chargeOf(k, size);
-        long handle = heap.allocate(size, segment -> values.write(newValue, segment));
+        long handle = store(newValue, size);
         IndexSegment.Removals out = removals();
         boolean stored = false;
         try {
@@ -429,7 +454,10 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * {@code loader}, stores it and returns it. Concurrent calls for one key run
      * the loader once. If the loader returns null nothing is stored and null is
      * returned; if it (or the serializer) throws, the exception propagates and
-     * nothing is stored. A loaded value has no time to live of its own.
+     * nothing is stored. A loaded value has no time to live of its own. The
+     * statistics count one lookup per call: a hit if the value was found in the
+     * cache (also one another call loaded meanwhile), a miss if this call ran
+     * the loader.
      *
      * @param key the key
      * @param loader computes the value of a key
@@ -438,23 +466,18 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * @throws IllegalArgumentException if the loaded entry could never fit the capacity
      * @throws IllegalStateException if the cache is closed
      */
+    @SuppressWarnings("unchecked")
     public V computeIfAbsent(K key, Function<? super K, ? extends V> loader) {
         Objects.requireNonNull(key, "key");
         Objects.requireNonNull(loader, "loader");
         checkOpen();
         Object k = keys.stored(key);
         int hash = CacheIndex.hash(k);
-        for (int attempt = 1; ; attempt++) {
-            long handle = index.lookup(k, hash, now());
-            if (handle != 0) {
-                try {
-                    return heap.read(handle, readValue);
-                } catch (StaleHandleException e) {
-                    if (attempt == LOOKUP_ATTEMPTS) {
-                        throw new IllegalStateException("the entry of this key kept being replaced", e);
-                    }
-                    continue;
-                }
+        for (;;) {
+            Object found = find(k, hash, readValue);
+            if (found != ABSENT) {
+                index.recordLookup(true);
+                return (V) found;
             }
             Load mine = new Load();
             Load other = loading.putIfAbsent(k, mine);
@@ -465,21 +488,29 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
                 other.join(); // then look again: it stored the value, or failed and we load
                 continue;
             }
+            Object loaded;
             try {
-                return load(key, k, hash, loader);
+                loaded = load(key, k, hash, loader);
             } finally {
                 loading.remove(k, mine);
                 mine.complete(null);
             }
+            if (loaded != ABSENT) {
+                return (V) loaded;
+            } // else stored between our lookup and our claim: look again
         }
     }
 
-    /** Runs {@code loader} for a key no one else is loading and stores what it returns. */
-    private V load(K key, Object k, int hash, Function<? super K, ? extends V> loader) {
+    /**
+     * Runs {@code loader} for a key no one else is loading and stores what it returns
+     * (a miss for the statistics): {@return the value loaded, null if the loader returned
+     * null, or {@link #ABSENT} without running it if the key has a value now}
+     */
+    private Object load(K key, Object k, int hash, Function<? super K, ? extends V> loader) {
         if (index.contains(k, hash, now())) {
-            // stored between our lookup and our claim: read it (the caller's next lookup)
-            return get(key);
+            return ABSENT;
         }
+        index.recordLookup(false);
         V value;
         int charge;
         long handle;
@@ -491,7 +522,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
             }
             long size = sizeOf(value);
             charge = chargeOf(k, size);
-            handle = heap.allocate(size, segment -> values.write(value, segment));
+            handle = store(value, size);
         } catch (RuntimeException | Error e) {
             loadFailures.increment();
             throw e;
@@ -552,6 +583,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
             Objects.requireNonNull(e.getValue(), "a value of entries");
             all.add(e);
         }
+        checkOpen();
         for (Map.Entry<? extends K, ? extends V> e : all) {
             put(e.getKey(), e.getValue());
         }
@@ -709,13 +741,23 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         return index.counts()[0];
     }
 
-    /** {@return the cache's name: the one given to {@link Builder#registerMXBean(String)}, or a generated one} */
+    /**
+     * {@return the cache's name: the one given to {@link Builder#registerMXBean(String)}, or a generated one}
+     *
+     * @throws IllegalStateException if the cache is closed
+     */
     public String name() {
+        checkOpen();
         return name;
     }
 
-    /** {@return the capacity in bytes} */
+    /**
+     * {@return the capacity in bytes}
+     *
+     * @throws IllegalStateException if the cache is closed
+     */
     public long capacity() {
+        checkOpen();
         return index.capacity();
     }
 
@@ -761,11 +803,13 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * @param keyBytes the key's charge
      * @param valueBytes the value's serialized size
      * @throws IllegalArgumentException if either is negative or the value is over {@link #MAX_VALUE_SIZE}
+     * @throws IllegalStateException if the cache is closed
      */
     public long charge(long keyBytes, long valueBytes) {
         if (keyBytes < 0 || valueBytes < 0 || valueBytes > MAX_VALUE_SIZE) {
             throw new IllegalArgumentException("sizes out of range: key " + keyBytes + ", value " + valueBytes);
         }
+        checkOpen();
         return EntryCharge.round(heap.footprint(valueBytes) + keyBytes + entryOverhead);
     }
 
@@ -798,7 +842,8 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     /**
      * Drops every entry (without removal notifications) and gives all the
      * cache's off-heap memory back. Idempotent; any other call afterwards throws
-     * {@link IllegalStateException}.
+     * {@link IllegalStateException} (once its arguments passed their checks: a
+     * null or out-of-range argument is reported as such, closed or not).
      */
     @Override
     public synchronized void close() {
@@ -817,6 +862,19 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
 
     private long now() {
         return ticker == null ? 0 : ticker.read();
+    }
+
+    /**
+     * Allocates {@code size} bytes and writes {@code value} into them: {@return the
+     * new block's handle} The block is zeroed first, as arrays and
+     * {@code Arena.allocate} are, so that bytes the serializer leaves unwritten are
+     * zeros, never those of a value freed before (docs/cache.md, "Zeroed blocks").
+     */
+    private long store(V value, long size) {
+        return heap.allocate(size, segment -> {
+            segment.fill((byte) 0);
+            values.write(value, segment);
+        });
     }
 
     /** {@return the serialized size of {@code value}, checked} */

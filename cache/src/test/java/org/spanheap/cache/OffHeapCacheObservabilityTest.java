@@ -22,9 +22,9 @@ class OffHeapCacheObservabilityTest {
     @Test
     void theMXBeanShowsTheStatsThroughThePlatformServerUntilClose() throws Exception {
         MBeanServer server = ManagementFactory.getPlatformMBeanServer();
-        ObjectName name = new ObjectName("org.spanheap:type=OffHeapCache,name=\"sessions\"");
+        ObjectName name = new ObjectName("org.spanheap:type=OffHeapCache,name=\"orders\"");
         try (OffHeapCache<String, byte[]> c = OffHeapCache.builder(Serializers.utf8(), Serializers.bytes())
-                .capacity(1 << 20).registerMXBean("sessions").build()) {
+                .capacity(1 << 20).registerMXBean("orders").build()) {
             c.put("a", new byte[100]);
             c.get("a");
             c.get("b");
@@ -43,8 +43,8 @@ class OffHeapCacheObservabilityTest {
             // a second cache cannot take the same name, and leaves nothing behind
             IllegalArgumentException taken = assertThrows(IllegalArgumentException.class,
                     () -> OffHeapCache.builder(Serializers.utf8(), Serializers.bytes()).capacity(1 << 20)
-                            .registerMXBean("sessions").build());
-            assertTrue(taken.getMessage().contains("sessions"), taken.getMessage());
+                            .registerMXBean("orders").build());
+            assertTrue(taken.getMessage().contains("orders"), taken.getMessage());
         }
         assertFalse(server.isRegistered(name));
     }
