@@ -84,6 +84,11 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     private final IndexKeys<K> keys;
     private final Serializer<V> values;
     private final Function<MemorySegment, V> readValue;
+    /**
+     * Whether a value's block is zeroed before the serializer writes it: unless the
+     * serializer is a built-in one, all of which write every byte of the size they give.
+     */
+    private final boolean zeroBlocks;
     private final RemovalListener<? super K, ? super V> listener;
     /** {@link #ENTRY_OVERHEAD}, plus {@link #EXPIRY_OVERHEAD} per kind of expiry that is on. */
     private final int entryOverhead;
@@ -106,6 +111,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         this.keys = IndexKeys.of(b.keySerializer);
         this.values = b.valueSerializer;
         this.readValue = segment -> values.read(segment.asReadOnly());
+        this.zeroBlocks = !Serializers.writesEveryByte(values);
         this.listener = b.listener;
         this.entryOverhead = ENTRY_OVERHEAD + (b.expireAfterWrite != null ? EXPIRY_OVERHEAD : 0)
                 + (b.expireAfterAccess != null ? EXPIRY_OVERHEAD : 0) + (b.variableExpiry ? EXPIRY_OVERHEAD : 0);
@@ -868,9 +874,13 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * Allocates {@code size} bytes and writes {@code value} into them: {@return the
      * new block's handle} The block is zeroed first, as arrays and
      * {@code Arena.allocate} are, so that bytes the serializer leaves unwritten are
-     * zeros, never those of a value freed before (docs/cache.md, "Zeroed blocks").
+     * zeros, never those of a value freed before (docs/cache.md, "Zeroed blocks");
+     * not for a built-in serializer, which writes them all.
      */
     private long store(V value, long size) {
+        if (!zeroBlocks) {
+            return heap.allocate(size, segment -> values.write(value, segment));
+        }
         return heap.allocate(size, segment -> {
             segment.fill((byte) 0);
             values.write(value, segment);
