@@ -98,6 +98,8 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     private final boolean deadlines;
     /** Loads in progress, one per key: other callers for the key wait for it. */
     private final ConcurrentHashMap<Object, Load> loading = new ConcurrentHashMap<>();
+    /** Values stored: by a put, a putIfAbsent or replace that stored, a load. */
+    private final LongAdder puts = new LongAdder();
     private final LongAdder loads = new LongAdder();
     private final LongAdder loadFailures = new LongAdder();
     private final LongAdder evictions = new LongAdder();
@@ -318,6 +320,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         try {
             long now = now();
             index.put(k, CacheIndex.hash(k), handle, charge, now, Expiry.deadline(now, ttlNanos), false, out);
+            puts.increment();
         } finally {
             release(out);
         }
@@ -389,6 +392,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
                 heap.free(handle); // never published
                 return false;
             }
+            puts.increment();
             return true;
         } finally {
             release(out);
@@ -435,6 +439,9 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
             LongPredicate holdsExpected = current -> heap.read(current, value -> value.mismatch(expected) < 0);
             stored = index.replaceIf(k, CacheIndex.hash(k), holdsExpected, handle, charge, now,
                     Expiry.deadline(now, Expiry.FOREVER_NANOS), out);
+            if (stored) {
+                puts.increment();
+            }
         } finally {
             if (!stored) {
                 heap.free(handle); // never published
@@ -538,6 +545,8 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
             long now = now();
             if (index.put(k, hash, handle, charge, now, Expiry.deadline(now, Expiry.FOREVER_NANOS), true, out) != 0) {
                 heap.free(handle); // a put stored a value meanwhile: it stays, the caller gets what it loaded
+            } else {
+                puts.increment();
             }
             loads.increment();
             return value;
@@ -828,7 +837,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         checkOpen();
         long[] counts = index.counts();
         CompactingHeapStats h = heap.stats();
-        return new CacheStats(counts[1], counts[2], loads.sum(), loadFailures.sum(), evictions.sum(),
+        return new CacheStats(counts[1], counts[2], puts.sum(), loads.sum(), loadFailures.sum(), evictions.sum(),
                 expirations.sum(), counts[0], index.charged(), index.capacity(), h.liveBytes(), h.committedBytes(),
                 h.movedBytes(), h.compactionIncrements());
     }
