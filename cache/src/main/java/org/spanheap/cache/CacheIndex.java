@@ -8,7 +8,6 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.LongPredicate;
 import java.util.function.LongSupplier;
-import org.spanheap.cache.IndexSegment.Removals;
 
 /**
  * The cache's index: keys to value handles, in {@link IndexSegment}s that each

@@ -316,7 +316,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         long size = sizeOf(value);
         int charge = chargeOf(k, size);
         long handle = store(value, size);
-        IndexSegment.Removals out = removals();
+        Removals out = removals();
         try {
             long now = now();
             index.put(k, CacheIndex.hash(k), handle, charge, now, Expiry.deadline(now, ttlNanos), false, out);
@@ -385,7 +385,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         long size = sizeOf(value);
         int charge = chargeOf(k, size);
         long handle = store(value, size);
-        IndexSegment.Removals out = removals();
+        Removals out = removals();
         try {
             long now = now();
             if (index.put(k, hash, handle, charge, now, Expiry.deadline(now, ttlNanos), true, out) != 0) {
@@ -432,7 +432,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         long size = sizeOf(newValue);
         int charge = chargeOf(k, size);
         long handle = store(newValue, size);
-        IndexSegment.Removals out = removals();
+        Removals out = removals();
         boolean stored = false;
         try {
             long now = now();
@@ -540,7 +540,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
             loadFailures.increment();
             throw e;
         }
-        IndexSegment.Removals out = removals();
+        Removals out = removals();
         try {
             long now = now();
             if (index.put(k, hash, handle, charge, now, Expiry.deadline(now, Expiry.FOREVER_NANOS), true, out) != 0) {
@@ -706,7 +706,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         Objects.requireNonNull(key, "key");
         checkOpen();
         Object k = keys.lookup(key);
-        IndexSegment.Removals out = removals();
+        Removals out = removals();
         try {
             return index.remove(k, CacheIndex.hash(k), out);
         } finally {
@@ -721,7 +721,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      */
     public void clear() {
         checkOpen();
-        IndexSegment.Removals out = removals();
+        Removals out = removals();
         try {
             index.removeAll(false, 0, out);
         } finally {
@@ -737,7 +737,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      */
     public void cleanUp() {
         checkOpen();
-        IndexSegment.Removals out = removals();
+        Removals out = removals();
         try {
             index.removeAll(true, now(), out);
         } finally {
@@ -795,7 +795,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
             throw new IllegalArgumentException("capacity must be positive: " + bytes);
         }
         checkOpen();
-        IndexSegment.Removals out = removals();
+        Removals out = removals();
         try {
             index.setCapacity(bytes, now(), out);
         } finally {
@@ -922,12 +922,12 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     }
 
     /** {@return a list for the entries a call removes} Their keys only if a listener is told of them. */
-    private IndexSegment.Removals removals() {
-        return new IndexSegment.Removals(listener != null);
+    private Removals removals() {
+        return new Removals(listener != null);
     }
 
     /** Counts, tells the listener of and frees the entries that left the index (its locks released). */
-    private void release(IndexSegment.Removals out) {
+    private void release(Removals out) {
         for (int i = 0; i < out.size(); i++) {
             RemovalCause cause = out.cause(i);
             if (cause == RemovalCause.SIZE) {
