@@ -36,9 +36,9 @@ import org.spanheap.CompactingHeapStats;
  *     (a time gauge): epochs closed, and the longest close.</li>
  * </ul>
  *
- * <p>The heap's counters give each round's count and their total, not each round's time, so
- * the binder has no percentiles of round times: {@code org.spanheap.CompactionRound} JFR events
- * carry them (docs/metrics.md).
+ * <p>The heap's counters give the rounds' count and their total, not each round's time;
+ * {@link CompactionPauseMetrics} times each round, with percentiles, from the rounds' JFR
+ * events.
  *
  * <p>The binder holds the heap weakly; once the heap is closed or collected its gauges read
  * NaN and its counters keep the last values they read.

@@ -62,6 +62,7 @@ public final class OffHeapCacheMetrics extends CacheMeterBinder<OffHeapCache<?, 
      * @param cacheName the value of the {@code cache} tag (often {@link OffHeapCache#name()})
      * @param tags more tags for every meter
      * @throws NullPointerException if an argument is null
+     * @throws IllegalStateException if the cache is closed
      */
     public OffHeapCacheMetrics(OffHeapCache<?, ?> cache, String cacheName, Iterable<Tag> tags) {
         super(Objects.requireNonNull(cache, "cache"), Objects.requireNonNull(cacheName, "cacheName"),
