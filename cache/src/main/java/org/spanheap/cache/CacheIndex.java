@@ -8,7 +8,6 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.LongPredicate;
 import java.util.function.LongSupplier;
-import org.spanheap.cache.IndexSegment.Removals;
 
 /**
  * The cache's index: keys to value handles, in {@link IndexSegment}s that each
@@ -144,7 +143,11 @@ final class CacheIndex {
         return shift == 32 ? segments[0] : segments[hash >>> shift];
     }
 
-    /** {@return the handle stored for {@code key}, 0 if none} A hit counts as an access. */
+    /**
+     * {@return the handle stored for {@code key}, 0 if none} A hit counts as an access for
+     * the policy; the statistics count a lookup through {@link #recordLookup}, once per
+     * call of the cache, however many times the call looked.
+     */
     long lookup(Object key, int hash, long now) {
         IndexSegment s = segmentOf(hash);
         long handle = s.lookupWithoutLock(key, hash, now);
@@ -156,8 +159,12 @@ final class CacheIndex {
                 s.lock.unlock();
             }
         }
-        (handle == 0 ? misses : hits).increment();
         return handle;
+    }
+
+    /** Counts one lookup of the cache's, a hit or a miss. */
+    void recordLookup(boolean hit) {
+        (hit ? hits : misses).increment();
     }
 
     boolean contains(Object key, int hash, long now) {

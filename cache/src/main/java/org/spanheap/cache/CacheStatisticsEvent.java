@@ -85,16 +85,18 @@ final class CacheStatisticsEvent extends jdk.jfr.Event {
 
     private static void emitAll() {
         for (OffHeapCache<?, ?> c : OPEN) {
+            String name;
             CacheStats s;
             long resident;
             try {
+                name = c.name();
                 s = c.stats();
                 resident = c.residentBytes();
             } catch (IllegalStateException closing) {
                 continue;
             }
             CacheStatisticsEvent e = new CacheStatisticsEvent();
-            e.cache = c.name();
+            e.cache = name;
             e.hits = s.hits();
             e.misses = s.misses();
             e.evictions = s.evictions();

@@ -5,6 +5,8 @@ package org.spanheap.cache;
  *
  * @param hits lookups that found a value
  * @param misses lookups that found none
+ * @param puts values stored: by {@code put}, by {@code putIfAbsent} and {@code replace} when they
+ *        stored, and by a load
  * @param loads values computed by a loader and stored
  * @param loadFailures loader calls that threw or returned null
  * @param evictions entries evicted to stay within the capacity
@@ -17,7 +19,7 @@ package org.spanheap.cache;
  * @param movedBytes bytes moved by compaction since the cache was built
  * @param compactionRounds compaction rounds run since the cache was built
  */
-public record CacheStats(long hits, long misses, long loads, long loadFailures, long evictions, long expirations,
+public record CacheStats(long hits, long misses, long puts, long loads, long loadFailures, long evictions, long expirations,
         long entries, long weightedBytes, long capacityBytes, long liveBytes, long committedBytes, long movedBytes,
         long compactionRounds) {
 

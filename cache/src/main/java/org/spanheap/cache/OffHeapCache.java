@@ -84,6 +84,11 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     private final IndexKeys<K> keys;
     private final Serializer<V> values;
     private final Function<MemorySegment, V> readValue;
+    /**
+     * Whether a value's block is zeroed before the serializer writes it: unless the
+     * serializer is a built-in one, all of which write every byte of the size they give.
+     */
+    private final boolean zeroBlocks;
     private final RemovalListener<? super K, ? super V> listener;
     /** {@link #ENTRY_OVERHEAD}, plus {@link #EXPIRY_OVERHEAD} per kind of expiry that is on. */
     private final int entryOverhead;
@@ -93,6 +98,8 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     private final boolean deadlines;
     /** Loads in progress, one per key: other callers for the key wait for it. */
     private final ConcurrentHashMap<Object, Load> loading = new ConcurrentHashMap<>();
+    /** Values stored: by a put, a putIfAbsent or replace that stored, a load. */
+    private final LongAdder puts = new LongAdder();
     private final LongAdder loads = new LongAdder();
     private final LongAdder loadFailures = new LongAdder();
     private final LongAdder evictions = new LongAdder();
@@ -105,7 +112,8 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         this.heap = b.heapBuilder.build();
         this.keys = IndexKeys.of(b.keySerializer);
         this.values = b.valueSerializer;
-        this.readValue = values::read;
+        this.readValue = segment -> values.read(segment.asReadOnly());
+        this.zeroBlocks = !Serializers.writesEveryByte(values);
         this.listener = b.listener;
         this.entryOverhead = ENTRY_OVERHEAD + (b.expireAfterWrite != null ? EXPIRY_OVERHEAD : 0)
                 + (b.expireAfterAccess != null ? EXPIRY_OVERHEAD : 0) + (b.variableExpiry ? EXPIRY_OVERHEAD : 0);
@@ -181,13 +189,15 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * @throws IllegalStateException if the cache is closed
      */
     public V get(K key) {
-        return get(key, readValue);
+        return lookup(key, readValue);
     }
 
     /**
      * Runs {@code reader} on the bytes of {@code key}'s value, in place, and
      * returns its result; returns null, without calling it, if there is no value.
-     * The segment is valid only during the call (copy what you keep), and it stays
+     * The segment is read-only: a write through it throws
+     * {@link IllegalArgumentException} and leaves the value as it was. It is
+     * valid only during the call (copy what you keep), and it stays
      * valid while compaction runs: if the value moves meanwhile, {@code reader} is
      * run again on the value's new place, so it must not have side effects that
      * cannot be repeated.
@@ -200,22 +210,45 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * @throws IllegalStateException if the cache is closed
      */
     public <R> R get(K key, Function<? super MemorySegment, ? extends R> reader) {
-        Objects.requireNonNull(key, "key");
         Objects.requireNonNull(reader, "reader");
+        return lookup(key, segment -> reader.apply(segment.asReadOnly()));
+    }
+
+    /**
+     * A lookup as the statistics count it, once per call: {@return what {@code reader}
+     * returned for {@code key}'s value (a hit), or null if there is none (a miss)}
+     * {@code reader} is given the value's segment as it is, writable.
+     */
+    @SuppressWarnings("unchecked")
+    private <R> R lookup(K key, Function<? super MemorySegment, ? extends R> reader) {
+        Objects.requireNonNull(key, "key");
         checkOpen();
         Object k = keys.lookup(key);
-        int hash = CacheIndex.hash(k);
+        Object found = find(k, CacheIndex.hash(k), reader);
+        index.recordLookup(found != ABSENT);
+        return found == ABSENT ? null : (R) found;
+    }
+
+    /** What {@link #find} returns when the key has no value. */
+    private static final Object ABSENT = new Object();
+
+    /**
+     * {@return what {@code reader} returned for the value of {@code k}, or
+     * {@link #ABSENT}} An access for the policy and for expiry, not counted in the
+     * statistics: the caller counts its call once, however many tries it took.
+     */
+    private Object find(Object k, int hash, Function<? super MemorySegment, ?> reader) {
         for (int attempt = 1; ; attempt++) {
             long handle = index.lookup(k, hash, now());
             if (handle == 0) {
-                return null;
+                return ABSENT;
             }
             try {
                 return heap.read(handle, reader);
             } catch (StaleHandleException e) {
                 // removed or replaced between the lookup and the read: look again
                 if (attempt == LOOKUP_ATTEMPTS) {
-                    return null;
+                    return ABSENT;
                 }
             }
         }
@@ -282,11 +315,12 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         Object k = keys.stored(key);
         long size = sizeOf(value);
         int charge = chargeOf(k, size);
-        long handle = heap.allocate(size, segment -> values.write(value, segment));
-        IndexSegment.Removals out = removals();
+        long handle = store(value, size);
+        Removals out = removals();
         try {
             long now = now();
             index.put(k, CacheIndex.hash(k), handle, charge, now, Expiry.deadline(now, ttlNanos), false, out);
+            puts.increment();
         } finally {
             release(out);
         }
@@ -350,14 +384,15 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         }
         long size = sizeOf(value);
         int charge = chargeOf(k, size);
-        long handle = heap.allocate(size, segment -> values.write(value, segment));
-        IndexSegment.Removals out = removals();
+        long handle = store(value, size);
+        Removals out = removals();
         try {
             long now = now();
             if (index.put(k, hash, handle, charge, now, Expiry.deadline(now, ttlNanos), true, out) != 0) {
                 heap.free(handle); // never published
                 return false;
             }
+            puts.increment();
             return true;
         } finally {
             release(out);
@@ -396,14 +431,17 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         MemorySegment expected = serializedOnHeap(expectedValue);
         long size = sizeOf(newValue);
         int charge = chargeOf(k, size);
-        long handle = heap.allocate(size, segment -> values.write(newValue, segment));
-        IndexSegment.Removals out = removals();
+        long handle = store(newValue, size);
+        Removals out = removals();
         boolean stored = false;
         try {
             long now = now();
             LongPredicate holdsExpected = current -> heap.read(current, value -> value.mismatch(expected) < 0);
             stored = index.replaceIf(k, CacheIndex.hash(k), holdsExpected, handle, charge, now,
                     Expiry.deadline(now, Expiry.FOREVER_NANOS), out);
+            if (stored) {
+                puts.increment();
+            }
         } finally {
             if (!stored) {
                 heap.free(handle); // never published
@@ -429,7 +467,10 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * {@code loader}, stores it and returns it. Concurrent calls for one key run
      * the loader once. If the loader returns null nothing is stored and null is
      * returned; if it (or the serializer) throws, the exception propagates and
-     * nothing is stored. A loaded value has no time to live of its own.
+     * nothing is stored. A loaded value has no time to live of its own. The
+     * statistics count one lookup per call: a hit if the value was found in the
+     * cache (also one another call loaded meanwhile), a miss if this call ran
+     * the loader.
      *
      * @param key the key
      * @param loader computes the value of a key
@@ -438,23 +479,18 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * @throws IllegalArgumentException if the loaded entry could never fit the capacity
      * @throws IllegalStateException if the cache is closed
      */
+    @SuppressWarnings("unchecked")
     public V computeIfAbsent(K key, Function<? super K, ? extends V> loader) {
         Objects.requireNonNull(key, "key");
         Objects.requireNonNull(loader, "loader");
         checkOpen();
         Object k = keys.stored(key);
         int hash = CacheIndex.hash(k);
-        for (int attempt = 1; ; attempt++) {
-            long handle = index.lookup(k, hash, now());
-            if (handle != 0) {
-                try {
-                    return heap.read(handle, readValue);
-                } catch (StaleHandleException e) {
-                    if (attempt == LOOKUP_ATTEMPTS) {
-                        throw new IllegalStateException("the entry of this key kept being replaced", e);
-                    }
-                    continue;
-                }
+        for (;;) {
+            Object found = find(k, hash, readValue);
+            if (found != ABSENT) {
+                index.recordLookup(true);
+                return (V) found;
             }
             Load mine = new Load();
             Load other = loading.putIfAbsent(k, mine);
@@ -465,21 +501,29 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
                 other.join(); // then look again: it stored the value, or failed and we load
                 continue;
             }
+            Object loaded;
             try {
-                return load(key, k, hash, loader);
+                loaded = load(key, k, hash, loader);
             } finally {
                 loading.remove(k, mine);
                 mine.complete(null);
             }
+            if (loaded != ABSENT) {
+                return (V) loaded;
+            } // else stored between our lookup and our claim: look again
         }
     }
 
-    /** Runs {@code loader} for a key no one else is loading and stores what it returns. */
-    private V load(K key, Object k, int hash, Function<? super K, ? extends V> loader) {
+    /**
+     * Runs {@code loader} for a key no one else is loading and stores what it returns
+     * (a miss for the statistics): {@return the value loaded, null if the loader returned
+     * null, or {@link #ABSENT} without running it if the key has a value now}
+     */
+    private Object load(K key, Object k, int hash, Function<? super K, ? extends V> loader) {
         if (index.contains(k, hash, now())) {
-            // stored between our lookup and our claim: read it (the caller's next lookup)
-            return get(key);
+            return ABSENT;
         }
+        index.recordLookup(false);
         V value;
         int charge;
         long handle;
@@ -491,16 +535,18 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
             }
             long size = sizeOf(value);
             charge = chargeOf(k, size);
-            handle = heap.allocate(size, segment -> values.write(value, segment));
+            handle = store(value, size);
         } catch (RuntimeException | Error e) {
             loadFailures.increment();
             throw e;
         }
-        IndexSegment.Removals out = removals();
+        Removals out = removals();
         try {
             long now = now();
             if (index.put(k, hash, handle, charge, now, Expiry.deadline(now, Expiry.FOREVER_NANOS), true, out) != 0) {
                 heap.free(handle); // a put stored a value meanwhile: it stays, the caller gets what it loaded
+            } else {
+                puts.increment();
             }
             loads.increment();
             return value;
@@ -552,6 +598,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
             Objects.requireNonNull(e.getValue(), "a value of entries");
             all.add(e);
         }
+        checkOpen();
         for (Map.Entry<? extends K, ? extends V> e : all) {
             put(e.getKey(), e.getValue());
         }
@@ -659,7 +706,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         Objects.requireNonNull(key, "key");
         checkOpen();
         Object k = keys.lookup(key);
-        IndexSegment.Removals out = removals();
+        Removals out = removals();
         try {
             return index.remove(k, CacheIndex.hash(k), out);
         } finally {
@@ -674,7 +721,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      */
     public void clear() {
         checkOpen();
-        IndexSegment.Removals out = removals();
+        Removals out = removals();
         try {
             index.removeAll(false, 0, out);
         } finally {
@@ -690,7 +737,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      */
     public void cleanUp() {
         checkOpen();
-        IndexSegment.Removals out = removals();
+        Removals out = removals();
         try {
             index.removeAll(true, now(), out);
         } finally {
@@ -709,13 +756,23 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         return index.counts()[0];
     }
 
-    /** {@return the cache's name: the one given to {@link Builder#registerMXBean(String)}, or a generated one} */
+    /**
+     * {@return the cache's name: the one given to {@link Builder#registerMXBean(String)}, or a generated one}
+     *
+     * @throws IllegalStateException if the cache is closed
+     */
     public String name() {
+        checkOpen();
         return name;
     }
 
-    /** {@return the capacity in bytes} */
+    /**
+     * {@return the capacity in bytes}
+     *
+     * @throws IllegalStateException if the cache is closed
+     */
     public long capacity() {
+        checkOpen();
         return index.capacity();
     }
 
@@ -738,7 +795,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
             throw new IllegalArgumentException("capacity must be positive: " + bytes);
         }
         checkOpen();
-        IndexSegment.Removals out = removals();
+        Removals out = removals();
         try {
             index.setCapacity(bytes, now(), out);
         } finally {
@@ -761,11 +818,13 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * @param keyBytes the key's charge
      * @param valueBytes the value's serialized size
      * @throws IllegalArgumentException if either is negative or the value is over {@link #MAX_VALUE_SIZE}
+     * @throws IllegalStateException if the cache is closed
      */
     public long charge(long keyBytes, long valueBytes) {
         if (keyBytes < 0 || valueBytes < 0 || valueBytes > MAX_VALUE_SIZE) {
             throw new IllegalArgumentException("sizes out of range: key " + keyBytes + ", value " + valueBytes);
         }
+        checkOpen();
         return EntryCharge.round(heap.footprint(valueBytes) + keyBytes + entryOverhead);
     }
 
@@ -778,7 +837,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
         checkOpen();
         long[] counts = index.counts();
         CompactingHeapStats h = heap.stats();
-        return new CacheStats(counts[1], counts[2], loads.sum(), loadFailures.sum(), evictions.sum(),
+        return new CacheStats(counts[1], counts[2], puts.sum(), loads.sum(), loadFailures.sum(), evictions.sum(),
                 expirations.sum(), counts[0], index.charged(), index.capacity(), h.liveBytes(), h.committedBytes(),
                 h.movedBytes(), h.compactionIncrements());
     }
@@ -798,7 +857,8 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     /**
      * Drops every entry (without removal notifications) and gives all the
      * cache's off-heap memory back. Idempotent; any other call afterwards throws
-     * {@link IllegalStateException}.
+     * {@link IllegalStateException} (once its arguments passed their checks: a
+     * null or out-of-range argument is reported as such, closed or not).
      */
     @Override
     public synchronized void close() {
@@ -817,6 +877,23 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
 
     private long now() {
         return ticker == null ? 0 : ticker.read();
+    }
+
+    /**
+     * Allocates {@code size} bytes and writes {@code value} into them: {@return the
+     * new block's handle} The block is zeroed first, as arrays and
+     * {@code Arena.allocate} are, so that bytes the serializer leaves unwritten are
+     * zeros, never those of a value freed before (docs/cache.md, "Zeroed blocks");
+     * not for a built-in serializer, which writes them all.
+     */
+    private long store(V value, long size) {
+        if (!zeroBlocks) {
+            return heap.allocate(size, segment -> values.write(value, segment));
+        }
+        return heap.allocate(size, segment -> {
+            segment.fill((byte) 0);
+            values.write(value, segment);
+        });
     }
 
     /** {@return the serialized size of {@code value}, checked} */
@@ -845,12 +922,12 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
     }
 
     /** {@return a list for the entries a call removes} Their keys only if a listener is told of them. */
-    private IndexSegment.Removals removals() {
-        return new IndexSegment.Removals(listener != null);
+    private Removals removals() {
+        return new Removals(listener != null);
     }
 
     /** Counts, tells the listener of and frees the entries that left the index (its locks released). */
-    private void release(IndexSegment.Removals out) {
+    private void release(Removals out) {
         for (int i = 0; i < out.size(); i++) {
             RemovalCause cause = out.cause(i);
             if (cause == RemovalCause.SIZE) {

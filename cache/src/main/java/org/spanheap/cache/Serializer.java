@@ -23,8 +23,10 @@ public interface Serializer<T> {
 
     /**
      * Writes {@code value} into {@code target}, whose size is {@code size(value)}.
-     * It may be called more than once for one value (a write interrupted by
-     * compaction is redone), so it must not consume {@code value}.
+     * {@code target} starts zeroed, as a new array does: bytes left unwritten read
+     * back as zeros, never as bytes of another value. It may be called more than
+     * once for one value (a write interrupted by compaction is redone), so it must
+     * not consume {@code value}.
      *
      * @param value a non-null value
      * @param target the bytes to fill, exactly {@code size(value)} long
@@ -32,8 +34,8 @@ public interface Serializer<T> {
     void write(T value, MemorySegment target);
 
     /**
-     * Reads a value back from what {@link #write} wrote. {@code source} is valid
-     * only during the call: copy whatever the result keeps. It may be called
+     * Reads a value back from what {@link #write} wrote. {@code source} is
+     * read-only, and valid only during the call: copy whatever the result keeps. It may be called
      * again if compaction moved the bytes while it ran.
      *
      * @param source the written bytes

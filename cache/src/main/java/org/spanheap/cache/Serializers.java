@@ -55,6 +55,15 @@ public final class Serializers {
         return Segments.INSTANCE;
     }
 
+    /**
+     * {@return whether {@code serializer} is one of these built-ins, which write every byte of
+     * the size they give} A cache need not zero the blocks they write.
+     */
+    static boolean writesEveryByte(Serializer<?> serializer) {
+        return serializer instanceof ByteArrays || serializer instanceof Utf8 || serializer instanceof Longs
+                || serializer instanceof Segments;
+    }
+
     enum ByteArrays implements Serializer<byte[]> {
         INSTANCE;
 

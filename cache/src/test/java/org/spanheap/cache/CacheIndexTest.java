@@ -26,7 +26,7 @@ class CacheIndexTest {
         for (int op = 0; op < 200_000; op++) {
             int key = rnd.nextInt(3_000);
             int hash = hashOf.applyAsInt(key);
-            IndexSegment.Removals out = new IndexSegment.Removals();
+            Removals out = new Removals();
             if (rnd.nextInt(3) == 0) {
                 boolean had = model.remove(key) != null;
                 assertEquals(had, s.remove(keyOf.apply(key), hash, out), "op " + op);
@@ -57,7 +57,7 @@ class CacheIndexTest {
     void frequentlyReadKeysSurviveAScanOfOneTimeKeys() {
         // W-TinyLFU's promise: a burst of keys seen once does not flush the popular ones (LRU would lose them all)
         IndexSegment s = new IndexSegment(100 * 100, false, Expiry.NONE); // room for 100 entries of 100 bytes
-        IndexSegment.Removals out = new IndexSegment.Removals();
+        Removals out = new Removals();
         for (int k = 0; k < 80; k++) {
             s.put(k, CacheIndex.hash(k), k + 1, 100, 0, Expiry.FOREVER_NANOS, false, out);
         }
@@ -88,7 +88,7 @@ class CacheIndexTest {
         // segment filled are members of probation. (The index once kept the first of them as the candidate for
         // good, so every eviction took probation's oldest entry without asking the sketch.)
         IndexSegment s = new IndexSegment(100 * 100, false, Expiry.NONE); // 100 entries of 100 bytes; window: 1
-        IndexSegment.Removals out = new IndexSegment.Removals();
+        Removals out = new Removals();
         for (int k = 0; k < 99; k++) {
             s.put(k, k * 0x9E37_79B9, k + 1, 100, 0, Expiry.FOREVER_NANOS, false, out); // key 0 leaves the window first: probation's head
         }
@@ -110,7 +110,7 @@ class CacheIndexTest {
         long capacity = 4L << 20;
         CacheIndex index = new CacheIndex(capacity, true, Expiry.NONE);
         assertTrue(index.segmentCount() > 1, "the test needs several segments");
-        IndexSegment.Removals out = new IndexSegment.Removals();
+        Removals out = new Removals();
         for (long k = 0; k < 10_000; k++) {
             index.put(k, CacheIndex.hash(k), k + 1, 1_000, 0, Expiry.FOREVER_NANOS, false, out);
             assertTrue(index.charged() <= capacity);
@@ -127,7 +127,7 @@ class CacheIndexTest {
     @Test
     void expiredEntriesAreMissesAndLeaveOnCleanUp() {
         IndexSegment s = new IndexSegment(1 << 20, false, new Expiry(100, 0, false));
-        IndexSegment.Removals out = new IndexSegment.Removals();
+        Removals out = new Removals();
         s.put("a", CacheIndex.hash("a"), 1, 10, 0, Expiry.FOREVER_NANOS, false, out);
         s.put("b", CacheIndex.hash("b"), 2, 10, 50, Expiry.FOREVER_NANOS, false, out);
         assertEquals(1, s.lookup("a", CacheIndex.hash("a"), 99));
@@ -144,7 +144,7 @@ class CacheIndexTest {
     @Test
     void anEntrysOwnDeadlineIsAThirdBoundAndAReplaceSetsItAgain() {
         IndexSegment s = new IndexSegment(1 << 20, true, new Expiry(1_000, 0, true));
-        IndexSegment.Removals out = new IndexSegment.Removals();
+        Removals out = new Removals();
         long a = 1L, b = 2L, c = 3L;
         s.put(a, CacheIndex.hash(a), 11, 10, 0, Expiry.deadline(0, 50), false, out);
         s.put(b, CacheIndex.hash(b), 12, 10, 0, Expiry.deadline(0, Expiry.FOREVER_NANOS), false, out);
@@ -156,12 +156,12 @@ class CacheIndexTest {
         assertEquals(0, s.lookup(c, CacheIndex.hash(c), 1_000), "the time after write comes before its deadline");
         s.put(a, CacheIndex.hash(a), 21, 10, 60, Expiry.deadline(60, 100), false, out);
         assertEquals(RemovalCause.EXPIRED, out.cause(0), "the write met the expired entry and removed it first");
-        out = new IndexSegment.Removals();
+        out = new Removals();
         assertEquals(21, s.lookup(a, CacheIndex.hash(a), 159));
         s.put(a, CacheIndex.hash(a), 31, 10, 100, Expiry.deadline(100, Expiry.FOREVER_NANOS), false, out);
         assertEquals(RemovalCause.REPLACED, out.cause(0));
         assertEquals(31, s.lookup(a, CacheIndex.hash(a), 999), "a replace without a time to live clears the deadline");
-        out = new IndexSegment.Removals();
+        out = new Removals();
         s.expireAll(1_050, out);
         assertEquals(2, out.size(), "b and c, written at 0; a was written at 100");
         assertEquals(1, s.count());
@@ -170,7 +170,7 @@ class CacheIndexTest {
     @Test
     void aDeadlineOfForeverOutlivesTheTickersWrap() {
         IndexSegment s = new IndexSegment(1 << 20, true, new Expiry(0, 0, true));
-        IndexSegment.Removals out = new IndexSegment.Removals();
+        Removals out = new Removals();
         long start = Long.MAX_VALUE - 10; // a ticker about to wrap, as System.nanoTime() may be
         s.put(7L, CacheIndex.hash(7L), 70, 10, start, Expiry.deadline(start, Long.MAX_VALUE), false, out);
         assertEquals(70, s.lookup(7L, CacheIndex.hash(7L), start + 1_000_000));
@@ -181,14 +181,14 @@ class CacheIndexTest {
     @Test
     void aPutCheckedAgainstACapacityLoweredSinceEvictsItselfAndNotAReplacement() {
         CacheIndex index = new CacheIndex(4L << 20, true, Expiry.NONE);
-        IndexSegment.Removals out = new IndexSegment.Removals();
+        Removals out = new Removals();
         for (long k = 0; k < 1_000; k++) {
             index.put(k, CacheIndex.hash(k), k + 1, 1_000, 0, Expiry.FOREVER_NANOS, false, out);
         }
         index.setCapacity(256 << 10, 0, out);
         assertTrue(index.charged() <= 256 << 10, "the shrink evicted at once: " + index.charged());
         assertTrue(out.size() > 700, "evictions reported: " + out.size());
-        out = new IndexSegment.Removals();
+        out = new Removals();
         long late = -1L;
         index.put(late, CacheIndex.hash(late), 77, 300 << 10, 0, Expiry.FOREVER_NANOS, false, out); // larger than the whole capacity now
         assertEquals(0, index.lookup(late, CacheIndex.hash(late), 0), "the entry that cannot fit is not stored");
@@ -205,7 +205,7 @@ class CacheIndexTest {
         assertEquals(kept + 1, index.put(kept, CacheIndex.hash(kept), 88, 300 << 10, 0, Expiry.FOREVER_NANOS, true, out),
                 "a putIfAbsent of a present key returns the handle there, as always");
         assertEquals(1, out.size(), "and evicts nothing");
-        out = new IndexSegment.Removals();
+        out = new Removals();
         index.put(kept, CacheIndex.hash(kept), 99, 300 << 10, 0, Expiry.FOREVER_NANOS, false, out);
         assertEquals(0, index.lookup(kept, CacheIndex.hash(kept), 0), "a put replaces: the old value does not stay");
         assertEquals(2, out.size());

@@ -155,6 +155,33 @@ class OffHeapCacheConcurrentTest {
         }
     }
 
+    @Test
+    void hitsAndMissesAreTheLookupsThatFoundAValueAndThoseThatDidNot() throws Exception {
+        // few keys, replaced all the time: lookups often meet a handle freed between the index and the read
+        try (OffHeapCache<Long, byte[]> c = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
+                .capacity(16 << 20).build()) {
+            for (long key = 0; key < 8; key++) {
+                c.put(key, new byte[64]);
+            }
+            java.util.concurrent.atomic.LongAdder found = new java.util.concurrent.atomic.LongAdder();
+            java.util.concurrent.atomic.LongAdder notFound = new java.util.concurrent.atomic.LongAdder();
+            runTogether(8, () -> {
+                ThreadLocalRandom rnd = ThreadLocalRandom.current();
+                for (int i = 0; i < 100_000; i++) {
+                    long key = rnd.nextInt(8);
+                    if (rnd.nextBoolean()) {
+                        c.put(key, new byte[64]);
+                    } else {
+                        (c.get(key) != null ? found : notFound).increment();
+                    }
+                }
+            });
+            CacheStats s = c.stats();
+            assertEquals(found.sum(), s.hits(), "hits: " + s);
+            assertEquals(notFound.sum(), s.misses(), "misses: " + s);
+        }
+    }
+
     /** Runs {@code body} on {@code n} threads released together; rethrows the first failure. */
     private static void runTogether(int n, Runnable body) throws InterruptedException {
         java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(n);

@@ -10,7 +10,7 @@ class RemovalsTest {
 
     @Test
     void keepsEveryRemovalInOrder() {
-        IndexSegment.Removals out = new IndexSegment.Removals();
+        Removals out = new Removals();
         RemovalCause[] causes = RemovalCause.values();
         int n = 11; // the two fields, then arrays of 4 that grow twice
         for (int i = 0; i < n; i++) {
