@@ -36,7 +36,9 @@ record StoredValue<V>(V value, long expiresAtMillis) {
      *
      * A serializer that throws surfaces as a {@link CacheException} with its
      * exception as the cause; the cache is then unchanged (the store fails
-     * before anything is published).
+     * before anything is published). An {@link IllegalStateException} passes
+     * through as it is: the compacting heap closes a segment whose bytes it moves,
+     * catches that exception and reruns the serializer on the new place.
      *
      * @param <V> the value type
      */
@@ -59,8 +61,8 @@ record StoredValue<V>(V value, long expiresAtMillis) {
         public long size(StoredValue<V> stored) {
             try {
                 return (timed ? HEADER : 0) + values.size(stored.value());
-            } catch (CacheException e) {
-                throw e;
+            } catch (CacheException | IllegalStateException e) {
+                throw e; // IllegalStateException: the heap's segment closed under a compaction move; it reruns us
             } catch (RuntimeException e) {
                 throw new CacheException("the value serializer failed on a " + stored.value().getClass().getName(), e);
             }
@@ -75,8 +77,8 @@ record StoredValue<V>(V value, long expiresAtMillis) {
                 } else {
                     values.write(stored.value(), target);
                 }
-            } catch (CacheException e) {
-                throw e;
+            } catch (CacheException | IllegalStateException e) {
+                throw e; // IllegalStateException: the heap's segment closed under a compaction move; it reruns us
             } catch (RuntimeException e) {
                 throw new CacheException("the value serializer failed on a " + stored.value().getClass().getName(), e);
             }
@@ -90,8 +92,8 @@ record StoredValue<V>(V value, long expiresAtMillis) {
                             source.get(ValueLayout.JAVA_LONG_UNALIGNED, 0));
                 }
                 return new StoredValue<>(values.read(source), ETERNAL);
-            } catch (CacheException e) {
-                throw e;
+            } catch (CacheException | IllegalStateException e) {
+                throw e; // IllegalStateException: the heap's segment closed under a compaction move; it reruns us
             } catch (RuntimeException e) {
                 throw new CacheException("the value serializer failed to read a stored value", e);
             }
@@ -119,8 +121,8 @@ record StoredValue<V>(V value, long expiresAtMillis) {
         public long size(K key) {
             try {
                 return keys.size(key);
-            } catch (CacheException e) {
-                throw e;
+            } catch (CacheException | IllegalStateException e) {
+                throw e; // IllegalStateException: the heap's segment closed under a compaction move; it reruns us
             } catch (RuntimeException e) {
                 throw new CacheException("the key serializer failed on a " + key.getClass().getName(), e);
             }
@@ -130,8 +132,8 @@ record StoredValue<V>(V value, long expiresAtMillis) {
         public void write(K key, MemorySegment target) {
             try {
                 keys.write(key, target);
-            } catch (CacheException e) {
-                throw e;
+            } catch (CacheException | IllegalStateException e) {
+                throw e; // IllegalStateException: the heap's segment closed under a compaction move; it reruns us
             } catch (RuntimeException e) {
                 throw new CacheException("the key serializer failed on a " + key.getClass().getName(), e);
             }
@@ -141,8 +143,8 @@ record StoredValue<V>(V value, long expiresAtMillis) {
         public K read(MemorySegment source) {
             try {
                 return keys.read(source);
-            } catch (CacheException e) {
-                throw e;
+            } catch (CacheException | IllegalStateException e) {
+                throw e; // IllegalStateException: the heap's segment closed under a compaction move; it reruns us
             } catch (RuntimeException e) {
                 throw new CacheException("the key serializer failed to read a stored key", e);
             }
