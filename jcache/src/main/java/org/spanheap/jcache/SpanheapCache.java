@@ -155,15 +155,15 @@ final class SpanheapCache<K, V> implements Cache<K, V> {
         checkOpen();
         checkKey(key);
         long start = statistics.start();
-        if (!accessExpiry && loader == null) {
-            // the lock-free path: a hit changes nothing, a miss loads nothing
+        if (!accessExpiry) {
+            // the lock-free path: a hit changes nothing, and a miss without read-through loads nothing
             StoredValue<V> found = store.get(key);
-            if (found != null && !found.expiredAt(now())) {
+            if (found != null && (found.expiresAtMillis() == StoredValue.ETERNAL || !found.expiredAt(now()))) {
                 statistics.hit(1);
                 statistics.getTime(start);
                 return found.value();
             }
-            if (found == null) {
+            if (found == null && (loader == null || !config.isReadThrough())) {
                 statistics.miss(1);
                 statistics.getTime(start);
                 return null;
@@ -302,6 +302,19 @@ final class SpanheapCache<K, V> implements Cache<K, V> {
         checkValue(value);
         long start = statistics.start();
         List<EntryEvent<K, V>> events = events();
+        if (events == null && expiry == null && (writer == null || !config.isWriteThrough())) {
+            // nothing needs the value it replaces (no event, no expiry to carry over, no writer):
+            // store without reading the old one back, under the key's lock as every write
+            ReentrantLock lock = lock(key);
+            try {
+                store.put(key, new StoredValue<>(value, StoredValue.ETERNAL));
+            } finally {
+                lock.unlock();
+            }
+            statistics.put(1);
+            statistics.putTime(start);
+            return;
+        }
         putLocked(key, value, true, true, events);
         statistics.putTime(start);
         listeners.dispatch(events);
