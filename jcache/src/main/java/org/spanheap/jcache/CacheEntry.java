@@ -32,6 +32,8 @@ public final class CacheEntry<K, V> implements Cache.Entry<K, V> {
     /**
      * {@return this entry as {@code clazz}}
      *
+     * @param <T> the type to unwrap to
+     * @param clazz the class to unwrap to
      * @throws IllegalArgumentException if this entry is not a {@code clazz}
      */
     @Override

@@ -41,9 +41,13 @@ public final class OffHeapConfiguration<K, V> extends MutableConfiguration<K, V>
     /** The capacity of a cache configured without one: 64 MiB. */
     public static final long DEFAULT_CAPACITY = 64L << 20;
 
+    /** The capacity in bytes; 0 for the provider's default. */
     private long capacity;
+    /** The heap's builder; null for the default. Not serialized: a builder is not data. */
     private transient CompactingHeap.Builder heap;
+    /** The key serializer; null for the key type's default. Not serialized. */
     private transient Serializer<K> keySerializer;
+    /** The value serializer; null for the value type's default. Not serialized. */
     private transient Serializer<V> valueSerializer;
 
     /** A configuration of defaults: {@link MutableConfiguration}'s, and the provider's capacity. */

@@ -1,5 +1,6 @@
 package org.spanheap.jcache;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -74,10 +75,10 @@ final class SpanheapCache<K, V> implements Cache<K, V> {
     private final Class<V> valueType;
     private final OffHeapCache<K, StoredValue<V>> store;
     private final StoredValue.Codec<V> codec;
+    /** Reads the value alone from an untimed entry's bytes; null when entries carry an expiry time. */
+    private final java.util.function.Function<MemorySegment, V> readValue;
     /** The expiry policy, or null if it is eternal. */
     private final ExpiryPolicy expiry;
-    /** Whether a hit may change the entry's expiry, so that a get must take the key's lock. */
-    private final boolean accessExpiry;
     private final CacheLoader<K, V> loader;
     private final CacheWriter<K, V> writer;
     private final EntryListeners<K, V> listeners = new EntryListeners<>();
@@ -100,7 +101,6 @@ final class SpanheapCache<K, V> implements Cache<K, V> {
         Factory<ExpiryPolicy> expiryFactory = config.getExpiryPolicyFactory();
         ExpiryPolicy policy = expiryFactory == null ? null : expiryFactory.create();
         this.expiry = policy == null || policy instanceof EternalExpiryPolicy ? null : policy;
-        this.accessExpiry = expiry != null;
         this.loader = config.getCacheLoaderFactory() == null ? null : config.getCacheLoaderFactory().create();
         this.writer = config.getCacheWriterFactory() == null ? null
                 : (CacheWriter<K, V>) config.getCacheWriterFactory().create();
@@ -113,6 +113,7 @@ final class SpanheapCache<K, V> implements Cache<K, V> {
             keys = new StoredValue.GuardedKeys<>(keys); // built-ins do not fail, and stay recognisable
         }
         this.codec = new StoredValue.Codec<>(values, expiry != null);
+        this.readValue = expiry == null ? codec.valueReader() : null;
         OffHeapCache.Builder<K, StoredValue<V>> builder =
                 OffHeapCache.builder(keys, codec).capacity(config.getCapacity());
         if (config.getHeap() != null) {
@@ -155,15 +156,15 @@ final class SpanheapCache<K, V> implements Cache<K, V> {
         checkOpen();
         checkKey(key);
         long start = statistics.start();
-        if (!accessExpiry) {
-            // the lock-free path: a hit changes nothing, and a miss without read-through loads nothing
-            StoredValue<V> found = store.get(key);
-            if (found != null && (found.expiresAtMillis() == StoredValue.ETERNAL || !found.expiredAt(now()))) {
+        if (expiry == null) {
+            // eternal entries: the value alone is read, with no expiry time to check
+            V found = store.get(key, readValue);
+            if (found != null) {
                 statistics.hit(1);
                 statistics.getTime(start);
-                return found.value();
+                return found;
             }
-            if (found == null && (loader == null || !config.isReadThrough())) {
+            if (loader == null || !config.isReadThrough()) {
                 statistics.miss(1);
                 statistics.getTime(start);
                 return null;

@@ -79,8 +79,15 @@ public final class SpanheapCacheManager implements CacheManager {
     }
 
     /**
-     * {@inheritDoc}
+     * {@inheritDoc} The configuration is copied; an {@link OffHeapConfiguration} gives the
+     * cache's capacity, heap and serializers, any other configuration the defaults.
      *
+     * @param <K> the key type
+     * @param <V> the value type
+     * @param <C> the configuration type
+     * @param cacheName the cache's name
+     * @param configuration the cache's configuration
+     * @return the new cache
      * @throws UnsupportedOperationException if the configuration asks for store-by-reference
      */
     @Override
@@ -206,6 +213,8 @@ public final class SpanheapCacheManager implements CacheManager {
     /**
      * {@return this manager as {@code clazz}}
      *
+     * @param <T> the type to unwrap to
+     * @param clazz the class to unwrap to
      * @throws IllegalArgumentException if this manager is not a {@code clazz}
      */
     @Override

@@ -57,6 +57,22 @@ record StoredValue<V>(V value, long expiresAtMillis) {
             return timed;
         }
 
+        /** {@return a reader of the user's value alone, for an untimed codec: no {@code StoredValue} is made} */
+        java.util.function.Function<MemorySegment, V> valueReader() {
+            if (timed) {
+                throw new IllegalStateException("a timed codec's bytes start with the expiry time");
+            }
+            return source -> {
+                try {
+                    return values.read(source);
+                } catch (CacheException | IllegalStateException e) {
+                    throw e;
+                } catch (RuntimeException e) {
+                    throw new CacheException("the value serializer failed to read a stored value", e);
+                }
+            };
+        }
+
         @Override
         public long size(StoredValue<V> stored) {
             try {

@@ -196,4 +196,40 @@ class SpanheapJCacheTest {
         assertFalse(CreatedLatch.thread == Thread.currentThread());
         assertNull(cache.get(4L));
     }
+
+    @Test
+    void compoundOperationsAreAtomicPerKey() throws Exception {
+        Cache<Long, Long> cache = manager.createCache("counters", new MutableConfiguration<Long, Long>()
+                .setTypes(Long.class, Long.class));
+        int threads = 4;
+        int rounds = 2_000;
+        cache.put(1L, 0L);
+        cache.put(2L, 0L);
+        List<Thread> workers = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            workers.add(Thread.ofPlatform().start(() -> {
+                for (int i = 0; i < rounds; i++) {
+                    // an entry processor's read-modify-write
+                    cache.invoke(1L, (entry, args) -> {
+                        entry.setValue(entry.getValue() + 1);
+                        return null;
+                    });
+                    // a compare-and-set loop: replace(k, old, new) fails when another write came between
+                    for (;;) {
+                        Long old = cache.get(2L);
+                        if (cache.replace(2L, old, old + 1)) {
+                            break;
+                        }
+                    }
+                    // plain puts race the two above on other keys' stripes and on their own
+                    cache.put(3L + (i & 7), (long) i);
+                }
+            }));
+        }
+        for (Thread w : workers) {
+            w.join();
+        }
+        assertEquals((long) threads * rounds, cache.get(1L));
+        assertEquals((long) threads * rounds, cache.get(2L));
+    }
 }
