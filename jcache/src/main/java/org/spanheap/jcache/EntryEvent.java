@@ -14,9 +14,14 @@ import javax.cache.event.EventType;
  * @param <K> the key type
  * @param <V> the value type
  */
+// EventObject is Serializable; keys and values are whatever the cache holds, so the
+// fields cannot be declared Serializable: events are for listeners in this JVM.
+@SuppressWarnings("serial")
 final class EntryEvent<K, V> extends CacheEntryEvent<K, V> {
     private static final long serialVersionUID = 1L;
 
+    /** The cache the event comes from (the source, typed). */
+    private final transient Cache<K, V> cache;
     private final K key;
     private final V value;
     private final V oldValue;
@@ -24,6 +29,7 @@ final class EntryEvent<K, V> extends CacheEntryEvent<K, V> {
 
     EntryEvent(Cache<K, V> source, EventType type, K key, V value, V oldValue, boolean oldValueAvailable) {
         super(source, type);
+        this.cache = source;
         this.key = key;
         this.value = value;
         this.oldValue = oldValue;
@@ -37,7 +43,7 @@ final class EntryEvent<K, V> extends CacheEntryEvent<K, V> {
         }
         EventType type = getEventType();
         boolean removal = type == EventType.REMOVED || type == EventType.EXPIRED;
-        return new EntryEvent<>(getSource(), type, key, removal ? null : value, null, false);
+        return new EntryEvent<>(cache, type, key, removal ? null : value, null, false);
     }
 
     @Override

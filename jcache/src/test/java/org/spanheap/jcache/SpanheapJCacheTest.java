@@ -171,7 +171,7 @@ class SpanheapJCacheTest {
     }
 
     /** Counts created events; static so that the configuration's factory can make it by class. */
-    public static final class CreatedLatch implements CacheEntryCreatedListener<Long, String>, java.io.Serializable {
+    public static final class CreatedLatch implements CacheEntryCreatedListener<Long, String> {
         static final CountDownLatch LATCH = new CountDownLatch(3);
         static volatile Thread thread;
 
