@@ -37,6 +37,18 @@ import java.nio.channels.ScatteringByteChannel;
  * {@link IndexOutOfBoundsException} instead of touching memory the heap handed out again.
  *
  * <p>Not thread-safe, like every Netty buffer; the block may be freed by any thread.
+ *
+ * <p><b>NIO buffers.</b> Netty lets several threads use one buffer at once through derived
+ * buffers ({@code duplicate()}, {@code slice()} and their retained forms): a broadcast writes a
+ * {@code retainedDuplicate()} of one buffer to many channels on different event loops. A derived
+ * buffer reaches the bytes through this buffer's {@code getBytes}, {@code setBytes} and
+ * {@code nioBuffer(s)}, from whatever thread uses it. Each of those therefore makes a
+ * {@link ByteBuffer} of its own ({@link #viewOf(int, int)}); a {@code ByteBuffer} has a mutable
+ * position and limit, and one shared by two threads sends one thread's bytes, or none, to the
+ * other's channel. The one view kept per buffer ({@link #internalNioBuffer(int, int)}) serves
+ * only calls that Netty's contract confines to the buffer's own thread: {@code internalNioBuffer}
+ * itself, and {@code readBytes}/{@code writeBytes} on this buffer, which move its indices (a
+ * derived buffer runs its own {@code readBytes}, which calls {@code getBytes} here).
  */
 final class SpanHeapByteBuf extends AbstractReferenceCountedByteBuf {
 
@@ -60,7 +72,11 @@ final class SpanHeapByteBuf extends AbstractReferenceCountedByteBuf {
     private final SpanHeapByteBufAllocator alloc;
     /** The block; {@link MemorySegment#NULL} (size 0) once released. */
     private MemorySegment block;
-    /** A view of the whole block for {@link #internalNioBuffer(int, int)}, made on first use. */
+    /**
+     * A view of the whole block for {@link #internalNioBuffer(int, int)} and for
+     * {@code readBytes}/{@code writeBytes} with channels, made on first use: for this buffer's own
+     * thread only (see the class comment); every other path makes a view of its own.
+     */
     private ByteBuffer internalView;
 
     SpanHeapByteBuf(SpanHeapByteBufAllocator alloc, int initialCapacity, int maxCapacity) {
@@ -307,16 +323,40 @@ final class SpanHeapByteBuf extends AbstractReferenceCountedByteBuf {
         return this;
     }
 
+    // getBytes and setBytes with a channel are what derived buffers call, from any thread:
+    // each call gets a ByteBuffer of its own (viewOf). readBytes and writeBytes on this buffer
+    // move its own indices, so only its own thread calls them; they use the kept view.
+
     @Override
     public int getBytes(int index, GatheringByteChannel out, int length) throws IOException {
         checkIndex(index, length);
-        return length == 0 ? 0 : out.write(internalNioBuffer(index, length));
+        return length == 0 ? 0 : out.write(viewOf(index, length));
     }
 
     @Override
     public int getBytes(int index, FileChannel out, long position, int length) throws IOException {
         checkIndex(index, length);
-        return length == 0 ? 0 : out.write(internalNioBuffer(index, length), position);
+        return length == 0 ? 0 : out.write(viewOf(index, length), position);
+    }
+
+    @Override
+    public int readBytes(GatheringByteChannel out, int length) throws IOException {
+        checkReadableBytes(length);
+        // Safe with the kept view: readBytes moves this buffer's reader index, so by Netty's
+        // contract only the buffer's own thread calls it (a derived buffer's readBytes calls
+        // getBytes above instead).
+        int n = length == 0 ? 0 : out.write(internalNioBuffer(readerIndex(), length));
+        readerIndex(readerIndex() + n);
+        return n;
+    }
+
+    @Override
+    public int readBytes(FileChannel out, long position, int length) throws IOException {
+        checkReadableBytes(length);
+        // Safe with the kept view: as readBytes(GatheringByteChannel, int).
+        int n = length == 0 ? 0 : out.write(internalNioBuffer(readerIndex(), length), position);
+        readerIndex(readerIndex() + n);
+        return n;
     }
 
     @Override
@@ -382,18 +422,52 @@ final class SpanHeapByteBuf extends AbstractReferenceCountedByteBuf {
     @Override
     public int setBytes(int index, ScatteringByteChannel in, int length) throws IOException {
         checkIndex(index, length);
-        try {
-            return in.read(internalNioBuffer(index, length));
-        } catch (ClosedChannelException e) {
-            return -1; // ByteBuf's contract: -1 if the channel is closed
-        }
+        return readFrom(in, viewOf(index, length));
     }
 
     @Override
     public int setBytes(int index, FileChannel in, long position, int length) throws IOException {
         checkIndex(index, length);
+        return readFrom(in, viewOf(index, length), position);
+    }
+
+    @Override
+    public int writeBytes(ScatteringByteChannel in, int length) throws IOException {
+        ensureWritable(length);
+        // Safe with the kept view: writeBytes moves this buffer's writer index, so by Netty's
+        // contract only the buffer's own thread calls it (a derived buffer's writeBytes calls
+        // setBytes above instead). ensureWritable may have replaced the block, and with it the view.
+        int n = readFrom(in, internalNioBuffer(writerIndex(), length));
+        if (n > 0) {
+            writerIndex(writerIndex() + n);
+        }
+        return n;
+    }
+
+    @Override
+    public int writeBytes(FileChannel in, long position, int length) throws IOException {
+        ensureWritable(length);
+        // Safe with the kept view: as writeBytes(ScatteringByteChannel, int).
+        int n = readFrom(in, internalNioBuffer(writerIndex(), length), position);
+        if (n > 0) {
+            writerIndex(writerIndex() + n);
+        }
+        return n;
+    }
+
+    /** {@code in.read(dst)}, or -1 if the channel is closed (ByteBuf's contract). */
+    private static int readFrom(ScatteringByteChannel in, ByteBuffer dst) throws IOException {
         try {
-            return in.read(internalNioBuffer(index, length), position);
+            return in.read(dst);
+        } catch (ClosedChannelException e) {
+            return -1;
+        }
+    }
+
+    /** {@code in.read(dst, position)}, or -1 if the channel is closed (ByteBuf's contract). */
+    private static int readFrom(FileChannel in, ByteBuffer dst, long position) throws IOException {
+        try {
+            return in.read(dst, position);
         } catch (ClosedChannelException e) {
             return -1;
         }
@@ -406,17 +480,26 @@ final class SpanHeapByteBuf extends AbstractReferenceCountedByteBuf {
         return 1;
     }
 
+    /** A new buffer of its own per call: derived buffers call this from any thread. */
     @Override
     public ByteBuffer nioBuffer(int index, int length) {
         checkIndex(index, length);
         return block.asSlice(index, length).asByteBuffer();
     }
 
+    /** New buffers of their own per call, as {@link #nioBuffer(int, int)}. */
     @Override
     public ByteBuffer[] nioBuffers(int index, int length) {
         return new ByteBuffer[] {nioBuffer(index, length)};
     }
 
+    /**
+     * The kept view of the block, its position at {@code index} and its limit at
+     * {@code index + length}. Netty's contract: "internal use only", by the buffer's own thread
+     * (its transports call it on the message they write, and a derived buffer answers it with
+     * a new {@code nioBuffer}, never with this view). Called from several threads on one buffer,
+     * the callers would move each other's position and limit.
+     */
     @Override
     public ByteBuffer internalNioBuffer(int index, int length) {
         checkIndex(index, length);
@@ -426,5 +509,15 @@ final class SpanHeapByteBuf extends AbstractReferenceCountedByteBuf {
         }
         view.clear().position(index).limit(index + length);
         return view;
+    }
+
+    /**
+     * A new {@link ByteBuffer} over the block, position {@code index}, limit
+     * {@code index + length}: for the calls a derived buffer may make from any thread. Unlike
+     * {@link #nioBuffer(int, int)} its position is {@code index}, as the channel calls that use
+     * it expect; no segment slice is made.
+     */
+    private ByteBuffer viewOf(int index, int length) {
+        return block.asByteBuffer().limit(index + length).position(index);
     }
 }

@@ -375,6 +375,43 @@ class SpanHeapByteBufTest {
         }
     }
 
+    /** readBytes/writeBytes with channels on the buffer itself: the kept view, and the indices move. */
+    @Test
+    void channelReadsAndWritesOnTheBufferItselfMoveItsIndices(@TempDir Path dir) throws Exception {
+        int n = 5000;
+        ByteBuf buf = filled(n);
+        try (FileChannel ch = FileChannel.open(dir.resolve("bytes"), StandardOpenOption.CREATE,
+                StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            assertEquals(1000, buf.readBytes(ch, 0L, 1000));
+            assertEquals(1000, buf.readerIndex());
+            assertEquals(n - 1000, buf.readBytes(ch, 1000L, n - 1000));
+            assertEquals(n, buf.readerIndex());
+            assertThrows(IndexOutOfBoundsException.class, () -> buf.readBytes(ch, 0L, 1));
+            ByteBuf fromFile = alloc.directBuffer(16); // grows to take the file
+            assertEquals(n, fromFile.writeBytes(ch, 0L, n));
+            assertEquals(n, fromFile.writerIndex());
+            assertEquals(buf.readerIndex(0), fromFile);
+            fromFile.release();
+
+            Pipe pipe = Pipe.open();
+            try (Pipe.SinkChannel sink = pipe.sink(); Pipe.SourceChannel source = pipe.source()) {
+                assertEquals(1000, buf.readerIndex(3).readBytes(sink, 1000));
+                assertEquals(1003, buf.readerIndex());
+                ByteBuf fromPipe = alloc.directBuffer(8);
+                while (fromPipe.writerIndex() < 1000) {
+                    assertTrue(fromPipe.writeBytes(source, 1000 - fromPipe.writerIndex()) > 0);
+                }
+                assertEquals(buf.slice(3, 1000), fromPipe);
+                source.close();
+                assertEquals(-1, fromPipe.writeBytes(source, 8), "closed channel");
+                assertEquals(1000, fromPipe.writerIndex(), "no bytes from a closed channel");
+                fromPipe.release();
+            }
+        } finally {
+            buf.release();
+        }
+    }
+
     @Test
     void copyIsIndependentAndFromTheSameAllocator() {
         ByteBuf buf = filled(300);
