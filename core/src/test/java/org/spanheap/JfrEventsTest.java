@@ -90,8 +90,13 @@ class JfrEventsTest {
         assertEquals(changes.size() - 1, rounds.size(), "one round per epoch change but the close's");
         assertTrue(rounds.stream().mapToLong(e -> e.getLong("movedBytes")).sum() > 0, rounds.toString());
         for (int i = 0; i < rounds.size(); i++) {
-            assertEquals(changes.get(i).getDuration().toNanos(), rounds.get(i).getLong("epochCloseNanos"),
-                    (double) changes.get(i).getDuration().toNanos() / 10 + 100_000, "the round's close is the epoch change");
+            // The round times its epoch close inside the span the EpochChange event covers; the event's
+            // own duration also holds its commit, which a loaded machine can stretch, so only the bound
+            // that load cannot break is asserted.
+            long closeNanos = rounds.get(i).getLong("epochCloseNanos");
+            assertTrue(closeNanos > 0 && closeNanos <= changes.get(i).getDuration().toNanos() + 100_000,
+                    "the round's close lies within the epoch change: " + closeNanos + " ns against "
+                            + changes.get(i).getDuration().toNanos());
         }
     }
 
