@@ -36,9 +36,9 @@ record StoredValue<V>(V value, long expiresAtMillis) {
      *
      * A serializer that throws surfaces as a {@link CacheException} with its
      * exception as the cause; the cache is then unchanged (the store fails
-     * before anything is published). An {@link IllegalStateException} passes
-     * through as it is: the compacting heap closes a segment whose bytes it moves,
-     * catches that exception and reruns the serializer on the new place.
+     * before anything is published). An {@link IllegalStateException} thrown
+     * while the segment's scope is closed passes through: the compacting heap closes a
+     * segment whose bytes it moves, catches that exception and reruns the serializer.
      *
      * @param <V> the value type
      */
@@ -65,8 +65,10 @@ record StoredValue<V>(V value, long expiresAtMillis) {
             return source -> {
                 try {
                     return values.read(source);
-                } catch (CacheException | IllegalStateException e) {
+                } catch (CacheException e) {
                     throw e;
+                } catch (IllegalStateException e) {
+                    throw movedOrFailed(e, source, "the value serializer failed to read a stored value");
                 } catch (RuntimeException e) {
                     throw new CacheException("the value serializer failed to read a stored value", e);
                 }
@@ -77,8 +79,8 @@ record StoredValue<V>(V value, long expiresAtMillis) {
         public long size(StoredValue<V> stored) {
             try {
                 return (timed ? HEADER : 0) + values.size(stored.value());
-            } catch (CacheException | IllegalStateException e) {
-                throw e; // IllegalStateException: the heap's segment closed under a compaction move; it reruns us
+            } catch (CacheException e) {
+                throw e;
             } catch (RuntimeException e) {
                 throw new CacheException("the value serializer failed on a " + stored.value().getClass().getName(), e);
             }
@@ -93,8 +95,10 @@ record StoredValue<V>(V value, long expiresAtMillis) {
                 } else {
                     values.write(stored.value(), target);
                 }
-            } catch (CacheException | IllegalStateException e) {
-                throw e; // IllegalStateException: the heap's segment closed under a compaction move; it reruns us
+            } catch (CacheException e) {
+                throw e;
+            } catch (IllegalStateException e) {
+                throw movedOrFailed(e, target, "the value serializer failed on a " + stored.value().getClass().getName());
             } catch (RuntimeException e) {
                 throw new CacheException("the value serializer failed on a " + stored.value().getClass().getName(), e);
             }
@@ -108,8 +112,10 @@ record StoredValue<V>(V value, long expiresAtMillis) {
                             source.get(ValueLayout.JAVA_LONG_UNALIGNED, 0));
                 }
                 return new StoredValue<>(values.read(source), ETERNAL);
-            } catch (CacheException | IllegalStateException e) {
-                throw e; // IllegalStateException: the heap's segment closed under a compaction move; it reruns us
+            } catch (CacheException e) {
+                throw e;
+            } catch (IllegalStateException e) {
+                throw movedOrFailed(e, source, "the value serializer failed to read a stored value");
             } catch (RuntimeException e) {
                 throw new CacheException("the value serializer failed to read a stored value", e);
             }
@@ -119,6 +125,16 @@ record StoredValue<V>(V value, long expiresAtMillis) {
         boolean expiredAt(MemorySegment source, long nowMillis) {
             return timed && source.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) <= nowMillis;
         }
+    }
+
+    /**
+     * The compacting heap closes the scope of a segment whose bytes it moves, catches the
+     * {@link IllegalStateException} that a serializer then meets and reruns it on the new place;
+     * so that exception passes through while {@code segment}'s scope is closed. Thrown while the
+     * scope is alive, it is the serializer's own failure and surfaces as a {@link CacheException}.
+     */
+    static RuntimeException movedOrFailed(IllegalStateException e, MemorySegment segment, String message) {
+        return segment.scope().isAlive() ? new CacheException(message, e) : e;
     }
 
     /**
@@ -137,8 +153,8 @@ record StoredValue<V>(V value, long expiresAtMillis) {
         public long size(K key) {
             try {
                 return keys.size(key);
-            } catch (CacheException | IllegalStateException e) {
-                throw e; // IllegalStateException: the heap's segment closed under a compaction move; it reruns us
+            } catch (CacheException e) {
+                throw e;
             } catch (RuntimeException e) {
                 throw new CacheException("the key serializer failed on a " + key.getClass().getName(), e);
             }
@@ -148,8 +164,10 @@ record StoredValue<V>(V value, long expiresAtMillis) {
         public void write(K key, MemorySegment target) {
             try {
                 keys.write(key, target);
-            } catch (CacheException | IllegalStateException e) {
-                throw e; // IllegalStateException: the heap's segment closed under a compaction move; it reruns us
+            } catch (CacheException e) {
+                throw e;
+            } catch (IllegalStateException e) {
+                throw movedOrFailed(e, target, "the key serializer failed on a " + key.getClass().getName());
             } catch (RuntimeException e) {
                 throw new CacheException("the key serializer failed on a " + key.getClass().getName(), e);
             }
@@ -159,8 +177,10 @@ record StoredValue<V>(V value, long expiresAtMillis) {
         public K read(MemorySegment source) {
             try {
                 return keys.read(source);
-            } catch (CacheException | IllegalStateException e) {
-                throw e; // IllegalStateException: the heap's segment closed under a compaction move; it reruns us
+            } catch (CacheException e) {
+                throw e;
+            } catch (IllegalStateException e) {
+                throw movedOrFailed(e, source, "the key serializer failed to read a stored key");
             } catch (RuntimeException e) {
                 throw new CacheException("the key serializer failed to read a stored key", e);
             }

@@ -116,6 +116,48 @@ class SpanheapJCacheTest {
     }
 
     @Test
+    void aSerializersOwnIllegalStateExceptionSurfacesAsCacheExceptionInWriteAndRead() {
+        // The heap's move signal is an IllegalStateException on a closed segment; one thrown while
+        // the segment is open is the serializer's own failure and must not pass as that signal.
+        IllegalStateException writeFailure = new IllegalStateException("write refused");
+        IllegalStateException readFailure = new IllegalStateException("read refused");
+        Serializer<String> failing = new Serializer<>() {
+            @Override
+            public long size(String value) {
+                return Serializers.utf8().size(value);
+            }
+
+            @Override
+            public void write(String value, MemorySegment target) {
+                if (value.equals("bad")) {
+                    throw writeFailure;
+                }
+                Serializers.utf8().write(value, target);
+            }
+
+            @Override
+            public String read(MemorySegment source) {
+                String value = Serializers.utf8().read(source);
+                if (value.equals("unreadable")) {
+                    throw readFailure;
+                }
+                return value;
+            }
+        };
+        OffHeapConfiguration<String, String> config = new OffHeapConfiguration<String, String>()
+                .setSerializers(Serializers.utf8(), failing);
+        config.setTypes(String.class, String.class);
+        Cache<String, String> cache = manager.createCache("failing-state", config);
+        cache.put("k", "good");
+        CacheException written = assertThrows(CacheException.class, () -> cache.put("k", "bad"));
+        assertSame(writeFailure, written.getCause());
+        assertEquals("good", cache.get("k"));
+        cache.put("u", "unreadable");
+        CacheException read = assertThrows(CacheException.class, () -> cache.get("u"));
+        assertSame(readFailure, read.getCause());
+    }
+
+    @Test
     void aValueThatIsNotSerializableIsRefusedWithCacheException() {
         Cache<Long, Object> cache = manager.createCache("objects", new MutableConfiguration<Long, Object>());
         CacheException e = assertThrows(CacheException.class, () -> cache.put(1L, new Object()));
