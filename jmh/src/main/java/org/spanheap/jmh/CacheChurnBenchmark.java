@@ -170,7 +170,7 @@ public class CacheChurnBenchmark {
             return switch (this) {
                 case COMPACTING -> new CompactingStore(CompactingHeap.create());
                 case COMPACTING_NO_KAPPA -> new CompactingStore(
-                        CompactingHeap.builder().kappa(CompactingHeap.KAPPA_INFINITE).build());
+                        CompactingHeap.builder().notFullPagesPerClass(CompactingHeap.NOT_FULL_PAGES_UNBOUNDED).build());
                 case COMPACTING_ONE_LANE -> new CompactingStore(CompactingHeap.builder().allocationLanes(1).build());
                 case SPANHEAP -> new SpanHeapStore((SpanHeapPeer) Allocator.SPANHEAP.open());
                 case MALLOC_FFM -> new NativeStore(Allocator.MALLOC_FFM.open(),
@@ -760,7 +760,7 @@ public class CacheChurnBenchmark {
     /**
      * {@code -Dbench.heap=trace}: the memory mode prints the compacting heap's {@code stats()}
      * with every sample (live, block, committed and large bytes, pages, holes, limbo, not-full
-     * pages per class), to split committed/live into its parts (docs/compacting-heap.md, "Stop 28").
+     * pages per class), to split committed/live into its parts.
      */
     static final boolean TRACE = "trace".equals(System.getProperty("bench.heap"));
 

@@ -72,8 +72,8 @@ public final class CompactFitHeap {
      * meanwhile (the cache's memory mode: peak 2.1-3.0 times its bound). Waiting
      * parks the freeing thread, so the handshake need not wait for it to run: with
      * 2 batches and the wait, the peak was 1.24-1.28 times the bound at the same
-     * throughput; with 8 batches and {@code tryLock} (no wait), as before, 2.1-3.0
-     * (docs/compacting-heap.md, "Stop 27").
+     * throughput; with 8 batches and {@code tryLock} (no wait), 2.1-3.0
+     * (measured on the cache churn, 16 threads on 2 cores).
      */
     private static final int HELP_FACTOR = 2;
 
@@ -107,6 +107,18 @@ public final class CompactFitHeap {
     /** Written by the compactor thread only (under roundLock), read by it in hasWork. */
     private boolean passRunning;
     private long passEnded = System.nanoTime();
+    /**
+     * Rest detection (background thread only): the count of allocations and releases seen at the
+     * last idle tick, and when it last changed. A heap with nothing allocated or freed for a
+     * pass interval is at rest; then a pass takes any not-full page, so that the bound holds for
+     * every page, not only for the old and sparse ones a pass under load takes.
+     */
+    private long restOperations = -1;
+    private long restSince = System.nanoTime();
+    /** Set by an idle tick that found the heap at rest and over the bound; the next rounds compact from any page. */
+    private boolean restPass;
+    /** When the last rest round moved nothing (its blocks were not movable yet): the next waits a backoff. */
+    private long fruitlessRestRound = System.nanoTime() - FRUITLESS_BACKOFF_NANOS;
     /**
      * The reclaim batch in force: the configured one, or 1/32 of the committed
      * bytes if that is more, so that the number of rounds (handshakes) per
@@ -154,6 +166,15 @@ public final class CompactFitHeap {
 
     private CompactFitHeap(PageReserve source, int lanes, int kappa, long iota, long reclaimBatchBytes,
             long passIntervalNanos, boolean background) {
+        this(source, lanes, kappa, iota, reclaimBatchBytes, passIntervalNanos, background, background);
+    }
+
+    /**
+     * @param background whether rounds are paced as the background thread paces them
+     * @param startThread whether to start that thread (false: the caller drives {@link #backgroundTick})
+     */
+    private CompactFitHeap(PageReserve source, int lanes, int kappa, long iota, long reclaimBatchBytes,
+            long passIntervalNanos, boolean background, boolean startThread) {
         this.passIntervalNanos = passIntervalNanos;
         this.minSourceAgeNanos = background ? passIntervalNanos : 0; // kappa after every free: no waiting
         this.source = source;
@@ -177,7 +198,7 @@ public final class CompactFitHeap {
         this.batchBytes = reclaimBatchBytes;
         this.universe = epoch.universe;
         this.name = "CompactingHeap-" + table.tag();
-        if (background && reclaimBatchBytes > 0) {
+        if (startThread && reclaimBatchBytes > 0) {
             compactor = new Compactor(this);
             compactor.start();
         }
@@ -194,6 +215,17 @@ public final class CompactFitHeap {
                 iota, reclaimBatchBytes, passIntervalNanos, background);
     }
 
+    /**
+     * A heap over mapped pages paced as with a background thread, but without one: its rounds run
+     * only when the caller calls {@link #backgroundTick} (or a free finds a batch full), so a test
+     * decides exactly when the background work happens.
+     */
+    static CompactFitHeap withoutBackgroundThread(long pageSize, int kappa, long iota, long reclaimBatchBytes,
+            long passIntervalNanos) {
+        return new CompactFitHeap(new PageReserve(new MappedPageSource(pageSize)), 1, kappa, iota,
+                reclaimBatchBytes, passIntervalNanos, true, false);
+    }
+
     /** A heap over pages mapped one by one. */
     public static CompactFitHeap overMappedPages(long pageSize, int lanes, int kappa, long iota,
             long reclaimBatchBytes, long passIntervalNanos, boolean background) {
@@ -201,7 +233,7 @@ public final class CompactFitHeap {
                 reclaimBatchBytes, passIntervalNanos, background);
     }
 
-    public int kappa() {
+    public int notFullPagesPerClass() {
         return kappa;
     }
 
@@ -209,7 +241,7 @@ public final class CompactFitHeap {
         return lanes;
     }
 
-    public long iota() {
+    public long movedBytesPerRound() {
         return iota;
     }
 
@@ -589,9 +621,62 @@ public final class CompactFitHeap {
         return moved;
     }
 
-    /** Work the compactor has: a batch of freed bytes waiting (or any, when idle), or a compaction pass due. */
+    /**
+     * One step of the background thread: runs a round if there is work ({@link #hasWork}); returns
+     * whether it ran one. {@code idle}: the thread woke from its idle wait, not from a free.
+     */
+    boolean backgroundTick(boolean idle) {
+        if (hasWork(idle)) {
+            backgroundRound();
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * Work the compactor has: a batch of freed bytes waiting (or any, when idle), a compaction
+     * pass due, or, on an idle tick, a heap at rest over the bound. Called by the compactor
+     * thread only (it updates the rest detection).
+     */
     boolean hasWork(boolean idle) {
-        return limbo.pendingUnits() << 4 >= batchBytes || (idle && !limbo.isEmpty()) || compactionDue();
+        boolean rest = idle ? restCompactionDue() : continueRestPass();
+        return limbo.pendingUnits() << 4 >= batchBytes || (idle && !limbo.isEmpty()) || compactionDue() || rest;
+    }
+
+    /** Objects allocated plus objects released so far: racy reads of the counters, a hint of activity. */
+    private long operations() {
+        long n = largeAllocated + largeReleased;
+        for (SizeClassPages c : classes) {
+            n += c.allocated + c.released;
+        }
+        return n;
+    }
+
+    /**
+     * Samples the activity at an idle tick; {@return whether the heap is at rest (nothing allocated
+     * or released for a pass interval, nothing freed waiting) and over the bound} Sets
+     * {@link #restPass} then.
+     */
+    private boolean restCompactionDue() {
+        long ops = operations();
+        long now = System.nanoTime();
+        if (ops != restOperations) {
+            restOperations = ops;
+            restSince = now;
+            restPass = false;
+            return false;
+        }
+        restPass = kappa != Integer.MAX_VALUE && limbo.isEmpty() && now - restSince >= passIntervalNanos
+                && now - fruitlessRestRound >= FRUITLESS_BACKOFF_NANOS && anyOver(kappa);
+        return restPass;
+    }
+
+    /** A rest pass goes on round after round while nothing is allocated or freed. */
+    private boolean continueRestPass() {
+        if (restPass && (operations() != restOperations || !limbo.isEmpty())) {
+            restPass = false; // activity again: the pass under load takes over
+        }
+        return restPass;
     }
 
     /**
@@ -620,7 +705,7 @@ public final class CompactFitHeap {
      * page moves its used blocks, so a fuller page costs more copying per page
      * freed, and under churn allocation refills its holes anyway. Measured on
      * the cache benchmark (mixed sizes, 50% writes, 2 threads, passes every
-     * 10 ms with 1 MiB rounds; docs/compacting-heap.md, "Stop 26"): from any
+     * 10 ms with 1 MiB rounds): from any
      * page 76-100 MiB moved a second for 67-75 MiB committed (59 MiB live);
      * from pages at most two thirds used 42-86 MiB/s for 66-77 MiB, and the
      * mixed rows' throughput 0.86 and 0.78 ops/us against 0.77 and 0.72 (two
@@ -666,8 +751,16 @@ public final class CompactFitHeap {
         roundLock.lock();
         try {
             if (!closed) {
-                boolean compacting = compactionDue();
-                long moved = round(compacting ? kappa : Integer.MAX_VALUE, minSourceAgeNanos, PASS_SOURCE_USE);
+                boolean rest = restPass;
+                boolean compacting = rest || compactionDue();
+                long moved = round(compacting ? kappa : Integer.MAX_VALUE, rest ? 0 : minSourceAgeNanos,
+                        rest ? ANY_SOURCE : PASS_SOURCE_USE);
+                if (rest) {
+                    restPass = moved > 0 && anyOver(kappa); // go on while it moves and the bound does not hold
+                    if (moved == 0) {
+                        fruitlessRestRound = System.nanoTime();
+                    }
+                }
                 if (compacting) {
                     passRunning = moved > 0 && anyOver(kappa);
                     if (!passRunning) {
@@ -1131,8 +1224,8 @@ public final class CompactFitHeap {
      * was freed before it) are emptied. Under a churn that punches new holes
      * while the call runs, compacting those too never ends: with every free
      * making a round find work, the loop chased the mutators, and a call every
-     * 250 ms moved 1.2-2x the live bytes each time (docs/compacting-heap.md,
-     * "Stop 20"). Holes made during the call are the next call's work, or the
+     * 250 ms moved 1.2-2x the live bytes each time (measured on the cache
+     * churn). Holes made during the call are the next call's work, or the
      * background rounds'.
      */
     public long compact() {

@@ -18,7 +18,7 @@ import org.spanheap.CompactingHeapStats;
 import org.spanheap.SpanHeapOutOfMemoryError;
 
 /**
- * The compacting heap's own system calls refused (issue 16's fault injection, for the calls the
+ * The compacting heap's own system calls refused (fault injection, for the calls the
  * native core's {@code sh_debug_fail_os_call} does not reach: pages mapped one by one, large
  * objects, growing a kept mapping). A refused call fails the allocation with
  * {@link SpanHeapOutOfMemoryError}, changes no statistic, leaks no mapping, leaves every other
