@@ -95,30 +95,8 @@ public final class CompactFitHeap {
     private final int kappa;
     private final long iota;
     private final long reclaimBatchBytes;
-    /**
-     * A page is emptied by a background pass only after it has been not-full this long (the
-     * compaction interval): under churn the objects left in a page with fresh holes tend to die
-     * soon as well, and moving them is wasted work. {@code compact()} and {@code relocate()}
-     * do not wait.
-     */
-    private final long minSourceAgeNanos;
-    /** Pace of the background thread's compaction passes (see {@link #compactionDue()}). */
-    private final long passIntervalNanos;
-    /** Written by the compactor thread only (under roundLock), read by it in hasWork. */
-    private boolean passRunning;
-    private long passEnded = System.nanoTime();
-    /**
-     * Rest detection (background thread only): the count of allocations and releases seen at the
-     * last idle tick, and when it last changed. A heap with nothing allocated or freed for a
-     * pass interval is at rest; then a pass takes any not-full page, so that the bound holds for
-     * every page, not only for the old and sparse ones a pass under load takes.
-     */
-    private long restOperations = -1;
-    private long restSince = System.nanoTime();
-    /** Set by an idle tick that found the heap at rest and over the bound; the next rounds compact from any page. */
-    private boolean restPass;
-    /** When the last rest round moved nothing (its blocks were not movable yet): the next waits a backoff. */
-    private long fruitlessRestRound = System.nanoTime() - FRUITLESS_BACKOFF_NANOS;
+    /** When the background thread compacts, and from which pages. */
+    private final BackgroundPacing pacing;
     /**
      * The reclaim batch in force: the configured one, or 1/32 of the committed
      * bytes if that is more, so that the number of rounds (handshakes) per
@@ -153,15 +131,14 @@ public final class CompactFitHeap {
     // ---- round state: under roundLock ----
     private final ReentrantLock roundLock = new ReentrantLock();
     private Epoch epoch = new Epoch(0);
-    private int moveCount;
-    private int[] mvIndex = new int[64], mvSrcSlot = new int[64], mvDstSlot = new int[64];
-    private Page[] mvSrc = new Page[64], mvDst = new Page[64];
+    private final EmptiedPages emptied;
+    private final Evacuation evacuation;
     private Compactor compactor;
     /** Set by {@code trim()} around its round, whose release the trim's own event reports. */
     private boolean trimming;
 
     // ---- statistics: written under roundLock, read by stats() without it ----
-    private volatile long movedBytes, movedBlocks, increments, epochsClosed;
+    private volatile long movedBytes, increments, epochsClosed;
     private volatile long maxIncrementNanos, totalIncrementNanos, maxCloseNanos;
 
     private CompactFitHeap(PageReserve source, int lanes, int kappa, long iota, long reclaimBatchBytes,
@@ -175,8 +152,6 @@ public final class CompactFitHeap {
      */
     private CompactFitHeap(PageReserve source, int lanes, int kappa, long iota, long reclaimBatchBytes,
             long passIntervalNanos, boolean background, boolean startThread) {
-        this.passIntervalNanos = passIntervalNanos;
-        this.minSourceAgeNanos = background ? passIntervalNanos : 0; // kappa after every free: no waiting
         this.source = source;
         this.pageSize = source.pageSize();
         this.sizes = new BlockSizes(pageSize);
@@ -192,6 +167,9 @@ public final class CompactFitHeap {
             }
         }
         this.releasePiece = new ReleasePiece(classes.length);
+        this.pacing = new BackgroundPacing(classes, limbo, kappa, pageSize, passIntervalNanos, background);
+        this.emptied = new EmptiedPages(source);
+        this.evacuation = new Evacuation(table, classes, iota, emptied);
         this.kappa = kappa;
         this.iota = iota;
         this.reclaimBatchBytes = reclaimBatchBytes;
@@ -587,7 +565,7 @@ public final class CompactFitHeap {
             roundLock.lock(); // the compactor fell behind: wait for its round (see HELP_FACTOR)
             try {
                 if (!closed && limbo.pendingUnits() << 4 >= HELP_FACTOR * batchBytes) {
-                    round(kappa, 0, ANY_SOURCE); // still behind after it: bound the limbo ourselves
+                    round(kappa, 0, BackgroundPacing.ANY_SOURCE); // still behind after it: bound the limbo ourselves
                 }
             } finally {
                 roundLock.unlock();
@@ -604,14 +582,14 @@ public final class CompactFitHeap {
         long moved = 0;
         for (int guard = 0; guard < 1_000_000; guard++) {
             boolean pendingLimbo = !limbo.isEmpty();
-            long m = round(goal, 0, ANY_SOURCE);
+            long m = round(goal, 0, BackgroundPacing.ANY_SOURCE);
             moved += m;
             // Stop when the goal is met, or when a round neither moved nor reclaimed anything
             // and no free came meanwhile: the blocks left over the goal cannot move now (their
             // allocation is not yet published), and every further round would be another
             // handshake for nothing (a million of them took minutes: jcstress TIMEOUTs of
             // CompactHandleReuseTest in default mode, one actor interpreted).
-            if (m == 0 && !pendingLimbo && (!anyOver(goal) || limbo.isEmpty())) {
+            if (m == 0 && !pendingLimbo && (!SizeClassPages.anyOver(classes, goal) || limbo.isEmpty())) {
                 break;
             }
             if (closed) {
@@ -639,8 +617,8 @@ public final class CompactFitHeap {
      * thread only (it updates the rest detection).
      */
     boolean hasWork(boolean idle) {
-        boolean rest = idle ? restCompactionDue() : continueRestPass();
-        return limbo.pendingUnits() << 4 >= batchBytes || (idle && !limbo.isEmpty()) || compactionDue() || rest;
+        boolean rest = idle ? pacing.restDueOnIdleTick(operations()) : pacing.restPassGoesOn(operations());
+        return limbo.pendingUnits() << 4 >= batchBytes || (idle && !limbo.isEmpty()) || pacing.compactionDue() || rest;
     }
 
     /** Objects allocated plus objects released so far: racy reads of the counters, a hint of activity. */
@@ -652,140 +630,20 @@ public final class CompactFitHeap {
         return n;
     }
 
-    /**
-     * Samples the activity at an idle tick; {@return whether the heap is at rest (nothing allocated
-     * or released for a pass interval, nothing freed waiting) and over the bound} Sets
-     * {@link #restPass} then.
-     */
-    private boolean restCompactionDue() {
-        long ops = operations();
-        long now = System.nanoTime();
-        if (ops != restOperations) {
-            restOperations = ops;
-            restSince = now;
-            restPass = false;
-            return false;
-        }
-        restPass = kappa != Integer.MAX_VALUE && limbo.isEmpty() && now - restSince >= passIntervalNanos
-                && now - fruitlessRestRound >= FRUITLESS_BACKOFF_NANOS && anyOver(kappa);
-        return restPass;
-    }
-
-    /** A rest pass goes on round after round while nothing is allocated or freed. */
-    private boolean continueRestPass() {
-        if (restPass && (operations() != restOperations || !limbo.isEmpty())) {
-            restPass = false; // activity again: the pass under load takes over
-        }
-        return restPass;
-    }
-
-    /**
-     * Whether the background thread should move objects now: a class is over
-     * kappa, and a pass is running or the interval since the last pass has
-     * passed. Pacing matters under steady churn: frees leave holes in many pages
-     * and allocations fill them again within milliseconds; compacting at once
-     * would move objects only to have the holes refilled (measured: twice the
-     * rounds and half the throughput, docs/compacting-heap.md).
-     */
-    private boolean compactionDue() {
-        if (kappa == Integer.MAX_VALUE || !anyOver(kappa)) {
-            return false;
-        }
-        long now = System.nanoTime();
-        if (now - fruitlessRound < FRUITLESS_BACKOFF_NANOS) {
-            return false; // the last compaction round found nothing to move: let allocation and frees act first
-        }
-        return passRunning || now - passEnded >= passIntervalNanos || wasteful();
-    }
-
-    /** Sources of any use: {@code compact()}, and the rounds that restore kappa after every free. */
-    private static final int ANY_SOURCE = 100;
-    /**
-     * A background pass empties only pages at most two thirds used: emptying a
-     * page moves its used blocks, so a fuller page costs more copying per page
-     * freed, and under churn allocation refills its holes anyway. Measured on
-     * the cache benchmark (mixed sizes, 50% writes, 2 threads, passes every
-     * 10 ms with 1 MiB rounds): from any
-     * page 76-100 MiB moved a second for 67-75 MiB committed (59 MiB live);
-     * from pages at most two thirds used 42-86 MiB/s for 66-77 MiB, and the
-     * mixed rows' throughput 0.86 and 0.78 ops/us against 0.77 and 0.72 (two
-     * runs each); at most half used, 31-48 MiB/s but the cache's peak over
-     * 1.3 times its bound.
-     * {@code compact()} and kappa-after-every-free take any page.
-     */
-    private static final int PASS_SOURCE_USE = 67;
-
-    /** After a compaction round that could move nothing, wait this long before the next (no busy loop). */
-    private static final long FRUITLESS_BACKOFF_NANOS = 10_000_000L;
-    /** When the last compaction round moved nothing (compactor thread only). */
-    private long fruitlessRound = System.nanoTime() - FRUITLESS_BACKOFF_NANOS;
-
-    /**
-     * Whether more than a tenth of the page bytes hold no object (freed objects
-     * waiting in the limbo still count as held): then a pass runs at once,
-     * whatever the pace. This is the case a size-mix shift makes (a class's
-     * objects die within milliseconds and leave its pages sparse), where
-     * waiting for the interval would let committed memory run far ahead of
-     * the live bytes. Racy reads of the classes' counters: a hint.
-     */
-    /**
-     * A tenth of the page bytes without an object starts a pass at once. Measured against a
-     * fifth (CacheChurnBenchmark memory mode, 2 threads, 10 s, one run each): a tenth 1.59
-     * ops/us with committed/live at most 1.30; a fifth 2.11 ops/us and 1.53. Memory first:
-     * it is what this heap is chosen for.
-     */
-    private static final long WASTE_DIVISOR = 10;
-
-    private boolean wasteful() {
-        long pageBytes = 0, blockBytes = 0;
-        for (SizeClassPages c : classes) {
-            pageBytes += c.pageCount();
-            blockBytes += c.liveBlocks * c.blockSize;
-        }
-        pageBytes *= pageSize;
-        return pageBytes - blockBytes > pageBytes / WASTE_DIVISOR;
-    }
-
     /** Called by the compactor thread: one round, with moves if a compaction pass is due. */
     void backgroundRound() {
         roundLock.lock();
         try {
             if (!closed) {
-                boolean rest = restPass;
-                boolean compacting = rest || compactionDue();
-                long moved = round(compacting ? kappa : Integer.MAX_VALUE, rest ? 0 : minSourceAgeNanos,
-                        rest ? ANY_SOURCE : PASS_SOURCE_USE);
-                if (rest) {
-                    restPass = moved > 0 && anyOver(kappa); // go on while it moves and the bound does not hold
-                    if (moved == 0) {
-                        fruitlessRestRound = System.nanoTime();
-                    }
-                }
-                if (compacting) {
-                    passRunning = moved > 0 && anyOver(kappa);
-                    if (!passRunning) {
-                        passEnded = System.nanoTime();
-                    }
-                    if (moved == 0) {
-                        fruitlessRound = passEnded;
-                    }
-                }
+                boolean rest = pacing.restPass();
+                boolean compacting = rest || pacing.compactionDue();
+                long moved = round(compacting ? kappa : Integer.MAX_VALUE, rest ? 0 : pacing.minSourceAgeNanos,
+                        rest ? BackgroundPacing.ANY_SOURCE : BackgroundPacing.PASS_SOURCE_USE);
+                pacing.afterRound(rest, compacting, moved);
             }
         } finally {
             roundLock.unlock();
         }
-    }
-
-    private boolean anyOver(int goal) {
-        if (goal == Integer.MAX_VALUE) {
-            return false;
-        }
-        for (SizeClassPages c : classes) {
-            if (c.notFullCount() > goal) { // racy read: a hint, the round re-checks under the lock
-                return true;
-            }
-        }
-        return false;
     }
 
     /**
@@ -801,8 +659,8 @@ public final class CompactFitHeap {
         long t0 = System.nanoTime();
         int[] freed = drained;
         limbo.drain(freed); // volatile: the pushers' links are visible
-        long planned = goal == Integer.MAX_VALUE ? 0 : planMoves(goal, minAge, maxSourceUse);
-        if (isEmpty(freed) && moveCount == 0) {
+        long planned = goal == Integer.MAX_VALUE ? 0 : evacuation.plan(goal, minAge, maxSourceUse);
+        if (isEmpty(freed) && evacuation.count() == 0) {
             return 0;
         }
         MemoryReleaseEvent release = new MemoryReleaseEvent();
@@ -810,8 +668,8 @@ public final class CompactFitHeap {
         long releasedBefore = reportRelease ? releasedBytes() : 0;
         release.begin();
         // nobody reaches the limbo blocks or the blocks to move any more
-        long closeNanos = advanceEpoch(moveCount > 0 ? EpochChangeEvent.COMPACTION : EpochChangeEvent.RECLAIM);
-        long moved = executeMoves();
+        long closeNanos = advanceEpoch(evacuation.count() > 0 ? EpochChangeEvent.COMPACTION : EpochChangeEvent.RECLAIM);
+        long moved = evacuation.execute();
         long reclaimed = releaseLimbo(freed);
         if (reportRelease) {
             release.end();
@@ -846,196 +704,6 @@ public final class CompactFitHeap {
         increments++;
         totalIncrementNanos += t;
         maxIncrementNanos = Math.max(maxIncrementNanos, t);
-    }
-
-    /**
-     * Plans moves: per class over {@code goal}, live blocks of its least used
-     * not-full pages go to its fullest not-full pages; at most iota bytes in
-     * all (at least one block). Marks the entries MOVING and reserves the
-     * target slots. Returns the planned bytes.
-     *
-     * <p>Per class the not-full pages are sorted once by use (fullest first):
-     * targets are taken from the front, sources from the back, so a round over
-     * a class with n not-full pages costs O(n log n), not a scan per move (a
-     * size-mix shift leaves hundreds of not-full pages in a class).
-     */
-    private long planMoves(int goal, long minAge, int maxSourceUse) {
-        long bytes = 0;
-        moveCount = 0;
-        for (SizeClassPages c : classes) {
-            if (bytes >= iota) {
-                break;
-            }
-            if (c.notFullCount() <= goal || c.notFullCount() < 2) {
-                continue;
-            }
-            c.lock.lock();
-            try {
-                int n = c.notFullCount();
-                if (n <= goal) {
-                    continue;
-                }
-                sortFullestFirst(c, n);
-                int front = 0, back = n - 1, emptied = 0;
-                Page dst = candidates[front];
-                long now = System.nanoTime();
-                while (front < back && n - emptied > goal && bytes < iota) {
-                    Page src = candidates[back];
-                    if (src.used * 100L > (long) src.owner.length * maxSourceUse) {
-                        break; // the pages left are fuller still: too many bytes moved per page freed
-                    }
-                    if (now - src.notFullSince < minAge) {
-                        back--; // its holes are recent: its other objects may die soon too, moving them is waste
-                        continue;
-                    }
-                    src.evacuating = true; // allocation avoids it until the round re-files it
-                    int movesBefore = moveCount;
-                    for (int slot = 0; slot < src.owner.length; slot++) {
-                        int index = src.owner[slot];
-                        if (index < 0) {
-                            continue;
-                        }
-                        while (dst.isFull() && front < back) {
-                            dst = candidates[++front];
-                        }
-                        if (front >= back || (moveCount > 0 && bytes + c.blockSize > iota)) {
-                            break;
-                        }
-                        // not LIVE: freed (in limbo) or not yet published by its allocator; both stay
-                        if (!table.markMoving(index)) {
-                            continue;
-                        }
-                        addMove(index, src, slot, dst, dst.take(index));
-                        bytes += c.blockSize;
-                    }
-                    if (moveCount == movesBefore) {
-                        src.evacuating = false; // nothing movable in it (freed or unpublished blocks only)
-                    }
-                    emptied++;
-                    back--;
-                }
-                Arrays.fill(candidates, 0, n, null);
-            } finally {
-                c.lock.unlock();
-            }
-        }
-        return bytes;
-    }
-
-    private Page[] candidates = new Page[64];
-    /** Scratch for {@link #sortFullestFirst}: the class's not-full pages in their list order. */
-    private Page[] unsorted = new Page[64];
-    private int[] usedCount = new int[64];
-
-    /**
-     * Puts the class's {@code n} not-full pages into {@code candidates[0..n)}, fullest first
-     * (ties in list order), by counting sort on their use: a page holds few slots, so this is
-     * O(n + slots) with no comparator. {@code Arrays.sort} with one was TimSort, which C2
-     * recompiled again and again as the rounds' inputs changed (uncommon traps in
-     * {@code mergeLo}/{@code mergeHi}: about 20 recompilations in a 10-second churn), compile
-     * time taken from the mutators on a small machine. Caller holds the class's lock.
-     */
-    private void sortFullestFirst(SizeClassPages c, int n) {
-        if (candidates.length < n) {
-            int len = Math.max(n, candidates.length * 2);
-            candidates = new Page[len];
-            unsorted = new Page[len];
-        }
-        int max = 0;
-        for (int i = 0; i < n; i++) {
-            Page p = c.notFullAt(i);
-            unsorted[i] = p;
-            max = Math.max(max, p.used);
-        }
-        if (usedCount.length < max + 2) {
-            usedCount = new int[Math.max(max + 2, usedCount.length * 2)];
-        }
-        int[] count = usedCount;
-        Arrays.fill(count, 0, max + 2, 0);
-        for (int i = 0; i < n; i++) {
-            count[max - unsorted[i].used + 1]++;   // key 0 = fullest
-        }
-        for (int k = 1; k <= max + 1; k++) {
-            count[k] += count[k - 1];              // count[key] = first position of key
-        }
-        for (int i = 0; i < n; i++) {
-            Page p = unsorted[i];
-            candidates[count[max - p.used]++] = p;
-        }
-        Arrays.fill(unsorted, 0, n, null);
-    }
-
-    private void addMove(int index, Page src, int srcSlot, Page dst, int dstSlot) {
-        if (moveCount == mvIndex.length) {
-            int m = moveCount * 2;
-            mvIndex = Arrays.copyOf(mvIndex, m);
-            mvSrcSlot = Arrays.copyOf(mvSrcSlot, m);
-            mvDstSlot = Arrays.copyOf(mvDstSlot, m);
-            mvSrc = Arrays.copyOf(mvSrc, m);
-            mvDst = Arrays.copyOf(mvDst, m);
-        }
-        mvIndex[moveCount] = index;
-        mvSrc[moveCount] = src;
-        mvSrcSlot[moveCount] = srcSlot;
-        mvDst[moveCount] = dst;
-        mvDstSlot[moveCount] = dstSlot;
-        moveCount++;
-    }
-
-    /**
-     * Copies the planned blocks (the epoch that could reach them is closed, and
-     * their entries are MOVING), publishes them, releases their old slots.
-     * A block freed while it moved keeps its old place for the free's limbo
-     * entry; its reserved target slot is given back instead.
-     */
-    private long executeMoves() {
-        long moved = 0;
-        int n = moveCount;
-        for (int k = 0; k < n; k++) {
-            long size = HandleTable.size(table.stateAcquire(mvIndex[k]));
-            MemorySegment.copy(OsMemory.RAW, mvSrc[k].addressOf(mvSrcSlot[k]), OsMemory.RAW,
-                    mvDst[k].addressOf(mvDstSlot[k]), size);
-        }
-        for (int k = 0; k < n;) {
-            SizeClassPages c = mvSrc[k].sizeClass;
-            int emptied = 0;
-            c.lock.lock();
-            try {
-                for (; k < n && mvSrc[k].sizeClass == c; k++) {
-                    Page src = mvSrc[k], dst = mvDst[k];
-                    if (table.publishMoved(mvIndex[k], dst.addressOf(mvDstSlot[k]), dst)) {
-                        src.release(mvSrcSlot[k]);
-                        moved += c.blockSize;
-                        movedBlocks++;
-                    } else {
-                        dst.release(mvDstSlot[k]); // freed while moving: the target slot goes back
-                        if (dst.used == 0 && dst.pagePos >= 0) {
-                            c.removePage(dst);
-                            emptied = addEmptied(emptied, dst);
-                        }
-                    }
-                    src.evacuating = false;
-                    if (dst.pagePos >= 0) {
-                        c.refile(dst);
-                    }
-                    if (src.used == 0) {
-                        if (src.pagePos >= 0) {
-                            c.removePage(src);
-                            emptied = addEmptied(emptied, src);
-                        }
-                    } else {
-                        c.refile(src);
-                    }
-                    mvSrc[k] = null;
-                    mvDst[k] = null;
-                }
-            } finally {
-                c.lock.unlock();
-            }
-            freePages(emptied);
-        }
-        moveCount = 0;
-        return moved;
     }
 
     /**
@@ -1110,7 +778,6 @@ public final class CompactFitHeap {
     /** Releases the entries of {@code piece}'s group {@code ci}, all of class {@code c}. */
     private long releaseClassPiece(SizeClassPages c, ReleasePiece piece, int ci) {
         long bytes = 0;
-        int emptied = 0;
         int end = piece.groupEnd(ci);
         for (int k = piece.groupStart(ci); k < end;) {
             c.lock.lock();
@@ -1126,7 +793,7 @@ public final class CompactFitHeap {
                     c.releasedBytes += HandleTable.size(state); // a kill keeps the size
                     if (p.used == 0) {
                         c.removePage(p);
-                        emptied = addEmptied(emptied, p);
+                        emptied.add(p);
                     } else {
                         c.refile(p);
                     }
@@ -1146,26 +813,8 @@ public final class CompactFitHeap {
                 c.lock.unlock();
             }
         }
-        freePages(emptied);
+        emptied.giveBack();
         return bytes;
-    }
-
-    /** Pages a round emptied, given back after the class lock is released (round thread only). */
-    private Page[] emptiedPages = new Page[16];
-
-    private int addEmptied(int count, Page p) {
-        if (count == emptiedPages.length) {
-            emptiedPages = Arrays.copyOf(emptiedPages, count * 2);
-        }
-        emptiedPages[count] = p;
-        return count + 1;
-    }
-
-    private void freePages(int count) {
-        for (int k = 0; k < count; k++) {
-            source.freePage(emptiedPages[k].base);
-            emptiedPages[k] = null;
-        }
     }
 
     /** Returns all but half of the cap of a class's cached indices to the table (caller holds the class lock). */
@@ -1232,13 +881,13 @@ public final class CompactFitHeap {
         roundLock.lock();
         try {
             checkOpen();
-            round(Integer.MAX_VALUE, 0, ANY_SOURCE); // reclaim: holes freed before the call count as old
+            round(Integer.MAX_VALUE, 0, BackgroundPacing.ANY_SOURCE); // reclaim: holes freed before the call count as old
             long since = System.nanoTime();
             long moved = 0;
             for (int guard = 0; guard < 1_000_000 && !closed; guard++) {
-                long m = round(1, System.nanoTime() - since, ANY_SOURCE); // sources: not full since before `since`
+                long m = round(1, System.nanoTime() - since, BackgroundPacing.ANY_SOURCE); // sources: not full since before `since`
                 moved += m;
-                if (m == 0 || !anyOver(1)) {
+                if (m == 0 || !SizeClassPages.anyOver(classes, 1)) {
                     break;                         // done, or what is left over the goal is newer
                 }
             }
@@ -1262,7 +911,7 @@ public final class CompactFitHeap {
             long before = committedBytes();
             trimming = true; // this event reports the round's release too
             try {
-                round(Integer.MAX_VALUE, 0, ANY_SOURCE); // goal MAX_VALUE: plans no moves
+                round(Integer.MAX_VALUE, 0, BackgroundPacing.ANY_SOURCE); // goal MAX_VALUE: plans no moves
             } finally {
                 trimming = false;
             }
@@ -1308,7 +957,6 @@ public final class CompactFitHeap {
             CompactionRoundEvent event = new CompactionRoundEvent();
             event.begin();
             long t0 = System.nanoTime();
-            moveCount = 0;
             c.lock.lock();
             try {
                 src = table.pageOf(index); // re-read under the lock
@@ -1319,12 +967,12 @@ public final class CompactFitHeap {
                 if (dst == null) {
                     dst = newPage(c);
                 }
-                addMove(index, src, src.slotOf(table.address(index)), dst, dst.take(index));
+                evacuation.add(index, src, src.slotOf(table.address(index)), dst, dst.take(index));
             } finally {
                 c.lock.unlock();
             }
             long closeNanos = advanceEpoch(EpochChangeEvent.RELOCATE);
-            long moved = executeMoves();
+            long moved = evacuation.execute();
             countIncrement(moved, t0);
             event.end();
             if (event.shouldCommit()) { // a round of its own: it moves one object and reclaims nothing
