@@ -1,9 +1,7 @@
 package org.spanheap.internal.compact;
 
 import java.lang.foreign.MemorySegment;
-import java.util.Arrays;
 import java.util.function.Consumer;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import org.spanheap.CompactingHeapStats;
 import org.spanheap.StaleHandleException;
@@ -30,13 +28,19 @@ import org.spanheap.internal.Zeroing;
  * <li><b>Rounds</b> (one at a time, under {@link #roundLock}; run by the
  *     {@link Compactor} thread, by {@code compact()}, or by a freeing thread
  *     when frees reclaim at once or the compactor has fallen far behind): one
- *     round drains the limbo, plans moves of at most iota bytes for the
+ *     round drains the limbo, plans moves of at most ι bytes for the
  *     classes over their bound and marks those entries MOVING, then closes
  *     the epoch once (one handshake), copies and publishes the moves, and
  *     releases the moved-from and the freed blocks. So one handshake pays for
  *     a whole batch of frees and an increment of compaction, and it runs off
  *     the allocating threads.</li>
  * </ul>
+ * The mechanisms live beside this class: {@link BackgroundPacing} (when the
+ * background thread compacts, and from which pages), {@link Evacuation} (a
+ * round's moves), {@link LargeObjects} (objects above the size classes),
+ * {@link Limbo} and {@link ReleasePiece} (frees waiting for an epoch change,
+ * and their release), {@link EmptiedPages} (pages given back after a round).
+ * This class holds the access path, allocation, the round and the epochs.
  *
  * <h2>Access protocol (epochs)</h2>
  * A resolve reads the current universe (volatile), then the entry's state
@@ -117,16 +121,8 @@ public final class CompactFitHeap {
 
     /** Killed indices waiting for an epoch change: striped lock-free stacks ({@link Limbo}). */
     private final Limbo limbo = new Limbo(table);
-    private final AtomicLong largeMapped = new AtomicLong();
-    /** Reclaimed large objects' mappings, reused by the next large objects. */
-    private final LargeMappings largeCache = new LargeMappings();
-
-    /** Guards the large objects' cache of handle indices, their counters and their publication against close. */
-    private final ReentrantLock largeLock = new ReentrantLock();
-    private int largeIndexHead = HandleTable.NO_INDEX;
-    private long largeAllocated, largeAllocatedBytes;
-    /** Large objects released by rounds (under roundLock). */
-    private long largeReleased, largeReleasedBytes;
+    /** Objects above the largest size class, each in a mapping. */
+    private final LargeObjects large;
 
     // ---- round state: under roundLock ----
     private final ReentrantLock roundLock = new ReentrantLock();
@@ -167,6 +163,7 @@ public final class CompactFitHeap {
             }
         }
         this.releasePiece = new ReleasePiece(classes.length);
+        this.large = new LargeObjects(table, source);
         this.pacing = new BackgroundPacing(classes, limbo, kappa, pageSize, passIntervalNanos, background);
         this.emptied = new EmptiedPages(source);
         this.evacuation = new Evacuation(table, classes, iota, emptied);
@@ -442,42 +439,27 @@ public final class CompactFitHeap {
      * page; its mapping's size follows from its size ({@link OsMemory#mappedSize}).
      */
     private long allocateLarge(long size, MemorySegment contents, Consumer<? super MemorySegment> init) {
-        if (size > HandleTable.MAX_SIZE) {
-            throw new IllegalArgumentException("size must be at most " + HandleTable.MAX_SIZE + ": " + size);
-        }
+        LargeObjects.checkSize(size);
         checkOpen();
-        long mapped = OsMemory.mappedSize(size);
-        if ((mapped >>> 12) > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("size too large: " + size);
-        }
-        long address = largeCache.take(size);
+        long address = large.takeKept(size);
         boolean dirty = address != 0;
         if (!dirty) {
-            address = OsMemory.map(size); // zeroed by the OS
+            address = large.map(size); // zeroed by the OS
         }
-        largeMapped.addAndGet(mapped);
         int index;
         try {
             if (contents != null || init != null || dirty) {
                 fill(address, size, contents, init); // zeroes a reused mapping when there is nothing to copy
             }
-            largeLock.lock();
+            large.lock.lock();
             try {
                 checkOpen(); // close() frees what is published; past this point close waits for us
-                if (largeIndexHead == HandleTable.NO_INDEX) {
-                    largeIndexHead = table.takeIndices(SizeClassPages.INDEX_BATCH);
-                }
-                index = largeIndexHead;
-                largeIndexHead = table.link(index);
-                table.publishLive(index, address, size, null); // its mapping: mappedSize(size)
-                largeAllocated++;
-                largeAllocatedBytes += size;
+                index = large.publish(address, size);
             } finally {
-                largeLock.unlock();
+                large.lock.unlock();
             }
         } catch (RuntimeException | Error e) {
-            OsMemory.unmap(address, size);
-            largeMapped.addAndGet(-mapped);
+            large.unmapUnpublished(address, size);
             throw e;
         }
         return table.handleOf(index);
@@ -519,11 +501,6 @@ public final class CompactFitHeap {
     /** Lanes of a class of {@code blockSize}: {@link #lanes} when a page holds many blocks, else one. */
     private int lanesOf(int blockSize) {
         return pageSize / blockSize >= LANE_MIN_BLOCKS ? lanes : 1;
-    }
-
-    /** The large-mapping cache's bound: 1/16 of what the heap holds, at least 2 MiB. */
-    private long largeCacheCap() {
-        return Math.max(2L << 20, (source.committedBytes() + largeMapped.get()) / 16);
     }
 
     // ---- free -------------------------------------------------------------------
@@ -623,7 +600,7 @@ public final class CompactFitHeap {
 
     /** Objects allocated plus objects released so far: racy reads of the counters, a hint of activity. */
     private long operations() {
-        long n = largeAllocated + largeReleased;
+        long n = large.allocated + large.released;
         for (SizeClassPages c : classes) {
             n += c.allocated + c.released;
         }
@@ -680,7 +657,7 @@ public final class CompactFitHeap {
             }
         }
         if (reclaimBatchBytes > 0) {
-            batchBytes = Math.max(reclaimBatchBytes, (source.committedBytes() + largeMapped.get()) / 32);
+            batchBytes = Math.max(reclaimBatchBytes, (source.committedBytes() + large.mappedBytes.get()) / 32);
         }
         if (planned > 0) {
             countIncrement(moved, t0);
@@ -723,31 +700,8 @@ public final class CompactFitHeap {
                     bytes += releaseClassPiece(classes[ci], piece, ci);
                 }
             }
-            bytes += releaseLarge(piece, classes.length);
+            bytes += large.release(piece, classes.length);
             piece.clear();
-        }
-        return bytes;
-    }
-
-    /** Large objects: nobody can reach them any more; each mapping is kept for reuse or unmapped. */
-    private long releaseLarge(ReleasePiece piece, int group) {
-        long bytes = 0;
-        int largeHead = HandleTable.NO_INDEX;
-        for (int k = piece.groupStart(group); k < piece.groupEnd(group); k++) {
-            int pos = piece.at(k);
-            int i = piece.index(pos);
-            long size = HandleTable.size(piece.state(pos));
-            long mapped = OsMemory.mappedSize(size);
-            largeMapped.addAndGet(-mapped);
-            largeCache.give(piece.address(pos), mapped, largeCacheCap());
-            largeReleased++;
-            largeReleasedBytes += size;
-            bytes += mapped;
-            table.setLink(i, largeHead);
-            largeHead = i;
-        }
-        if (largeHead != HandleTable.NO_INDEX) {
-            table.giveIndices(largeHead); // large objects are rare: their indices go straight back
         }
         return bytes;
     }
@@ -860,7 +814,7 @@ public final class CompactFitHeap {
 
     /** {@return the bytes given back to the OS so far by the page reserve and the large mappings' cache} */
     private long releasedBytes() {
-        return source.releasedBytes() + largeCache.unmappedBytes();
+        return source.releasedBytes() + large.kept.unmappedBytes();
     }
 
     // ---- compaction on request -------------------------------------------------
@@ -916,7 +870,7 @@ public final class CompactFitHeap {
                 trimming = false;
             }
             source.drain();
-            largeCache.drain();
+            large.kept.drain();
             long after = committedBytes();
             long released = Math.max(0, before - after);
             event.end();
@@ -932,7 +886,7 @@ public final class CompactFitHeap {
 
     /** Pages out and in the reserve, large objects' mappings, kept mappings: what stats() reports as committed. */
     private long committedBytes() {
-        return source.committedBytes() + largeMapped.get() + largeCache.bytes();
+        return source.committedBytes() + large.mappedBytes.get() + large.kept.bytes();
     }
 
     /**
@@ -1019,29 +973,22 @@ public final class CompactFitHeap {
                 }
             }
             source.addRanges(ranges);
-            largeCache.addRanges(ranges);
+            large.kept.addRanges(ranges);
             // large objects: live, or freed and waiting in the limbo (mapped until a round releases them)
             for (int s = 0; s < Limbo.STRIPES; s++) {
                 for (int i = limbo.peek(s); i != HandleTable.NO_INDEX; i = table.link(i)) {
-                    addIfLarge(i, ranges);
+                    large.addIfLarge(i, ranges);
                 }
             }
             for (int i = 1, n = table.capacity(); i < n; i++) {
                 if (HandleTable.isLive(table.stateAcquire(i))) {
-                    addIfLarge(i, ranges);
+                    large.addIfLarge(i, ranges);
                 }
             }
         } finally {
             roundLock.unlock();
         }
         return ranges.residentBytes();
-    }
-
-    private void addIfLarge(int index, MemoryRanges ranges) {
-        long address = table.address(index);
-        if (table.pageOf(index) == null && address != 0) {
-            ranges.add(address, OsMemory.mappedSize(HandleTable.size(table.stateAcquire(index))));
-        }
     }
 
     /**
@@ -1077,17 +1024,18 @@ public final class CompactFitHeap {
                     c.lock.unlock();
                 }
             }
-            long largeObjects, large = largeMapped.get();
-            largeLock.lock();
+            long largeObjects, largeBytes = large.mappedBytes.get();
+            large.lock.lock();
             try {
-                largeObjects = largeAllocated - largeReleased;
+                largeObjects = large.allocated - large.released;
                 objects += largeObjects;
-                bytes += largeAllocatedBytes - largeReleasedBytes;
+                bytes += large.allocatedBytes - large.releasedBytes;
             } finally {
-                largeLock.unlock();
+                large.lock.unlock();
             }
-            return new CompactingHeapStats(bytes - pendingBytes, objects - pendingObjects, blockBytes + large,
-                    source.committedBytes() + large + largeCache.bytes(), pages, largeObjects - pendingLarge, large, notFull, frag,
+            return new CompactingHeapStats(bytes - pendingBytes, objects - pendingObjects, blockBytes + largeBytes,
+                    source.committedBytes() + largeBytes + large.kept.bytes(), pages, largeObjects - pendingLarge, largeBytes,
+                    notFull, frag,
                     pendingBytes, movedBytes, increments, epochsClosed, maxIncrementNanos, totalIncrementNanos,
                     maxCloseNanos);
         } finally {
@@ -1107,7 +1055,7 @@ public final class CompactFitHeap {
             k.stop(); // outside roundLock: the compactor may be waiting for it
         }
         roundLock.lock();
-        largeLock.lock();
+        large.lock.lock();
         for (SizeClassPages c : classes) {
             c.lock.lock();
         }
@@ -1131,16 +1079,16 @@ public final class CompactFitHeap {
             limbo.drain(heads);
             for (int h : heads) {
                 for (int i = h; i != HandleTable.NO_INDEX; i = table.link(i)) {
-                    unmapIfLarge(i);
+                    large.unmapIfLarge(i);
                 }
             }
             for (int i = 1, n = table.capacity(); i < n; i++) {
                 if (HandleTable.isLive(table.stateAcquire(i))) {
-                    unmapIfLarge(i);
+                    large.unmapIfLarge(i);
                 }
             }
             table.close();
-            largeCache.drain();
+            large.kept.drain();
             for (SizeClassPages c : classes) {
                 while (c.pageCount() > 0) {
                     Page p = c.pageAt(c.pageCount() - 1);
@@ -1153,16 +1101,8 @@ public final class CompactFitHeap {
             for (SizeClassPages c : classes) {
                 c.lock.unlock();
             }
-            largeLock.unlock();
+            large.lock.unlock();
             roundLock.unlock();
-        }
-    }
-
-    private void unmapIfLarge(int index) {
-        if (table.pageOf(index) == null && table.address(index) != 0) {
-            long mapped = OsMemory.mappedSize(HandleTable.size(table.stateAcquire(index)));
-            OsMemory.unmap(table.address(index), mapped);
-            largeMapped.addAndGet(-mapped);
         }
     }
 
