@@ -123,6 +123,8 @@ public final class CompactFitHeap {
     private final Limbo limbo = new Limbo(table);
     /** Objects above the largest size class, each in a mapping. */
     private final LargeObjects large;
+    /** The release of freed objects after their epoch closed. */
+    private final LimboRelease limboRelease;
 
     // ---- round state: under roundLock ----
     private final ReentrantLock roundLock = new ReentrantLock();
@@ -162,10 +164,10 @@ public final class CompactFitHeap {
                 classes[i] = new SizeClassPages(i, c, sizes.blockSize(c), pageSize);
             }
         }
-        this.releasePiece = new ReleasePiece(classes.length);
-        this.large = new LargeObjects(table, source);
-        this.pacing = new BackgroundPacing(classes, limbo, kappa, pageSize, passIntervalNanos, background);
         this.emptied = new EmptiedPages(source);
+        this.large = new LargeObjects(table, source);
+        this.limboRelease = new LimboRelease(table, classes, large, emptied);
+        this.pacing = new BackgroundPacing(classes, limbo, kappa, pageSize, passIntervalNanos, background);
         this.evacuation = new Evacuation(table, classes, iota, emptied);
         this.kappa = kappa;
         this.iota = iota;
@@ -634,10 +636,10 @@ public final class CompactFitHeap {
         CompactionRoundEvent event = new CompactionRoundEvent();
         event.begin();
         long t0 = System.nanoTime();
-        int[] freed = drained;
+        int[] freed = limboRelease.heads;
         limbo.drain(freed); // volatile: the pushers' links are visible
         long planned = goal == Integer.MAX_VALUE ? 0 : evacuation.plan(goal, minAge, maxSourceUse);
-        if (isEmpty(freed) && evacuation.count() == 0) {
+        if (LimboRelease.isEmpty(freed) && evacuation.count() == 0) {
             return 0;
         }
         MemoryReleaseEvent release = new MemoryReleaseEvent();
@@ -647,7 +649,7 @@ public final class CompactFitHeap {
         // nobody reaches the limbo blocks or the blocks to move any more
         long closeNanos = advanceEpoch(evacuation.count() > 0 ? EpochChangeEvent.COMPACTION : EpochChangeEvent.RECLAIM);
         long moved = evacuation.execute();
-        long reclaimed = releaseLimbo(freed);
+        long reclaimed = limboRelease.release(freed);
         if (reportRelease) {
             release.end();
             long released = releasedBytes() - releasedBefore;
@@ -681,107 +683,6 @@ public final class CompactFitHeap {
         increments++;
         totalIncrementNanos += t;
         maxIncrementNanos = Math.max(maxIncrementNanos, t);
-    }
-
-    /**
-     * Releases the blocks and indices of a drained limbo list; returns their
-     * bytes. It goes in pieces of {@value ReleasePiece#CAPACITY} entries, each
-     * read into arrays and grouped by class first ({@link ReleasePiece}), then
-     * released class by class while their lines are still in the cache (a batch
-     * is up to 1/32 of the heap, tens of thousands of entries).
-     */
-    private long releaseLimbo(int[] heads) {
-        long bytes = 0;
-        ReleasePiece piece = releasePiece;
-        while (!isEmpty(heads)) {
-            piece.read(table, heads);
-            for (int ci = 0; ci < classes.length; ci++) {
-                if (piece.groupStart(ci) < piece.groupEnd(ci)) {
-                    bytes += releaseClassPiece(classes[ci], piece, ci);
-                }
-            }
-            bytes += large.release(piece, classes.length);
-            piece.clear();
-        }
-        return bytes;
-    }
-
-    /** The round's scratch for {@link #releaseLimbo}. */
-    private final ReleasePiece releasePiece;
-    /** The round's scratch: the stripes' chains it took from the limbo, each walked to its end. */
-    private final int[] drained = new int[Limbo.STRIPES];
-
-    private static boolean isEmpty(int[] heads) {
-        for (int h : heads) {
-            if (h != HandleTable.NO_INDEX) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    /**
-     * Entries released per hold of a class lock, so that an allocation waits for the
-     * background thread microseconds, not a whole piece's tens of microseconds of cache
-     * misses. Counted with a temporary counter (CacheBenchmark, 100 B, 50% writes, 2 threads,
-     * about 9 s): allocations parked 890,000 times behind the compactor with the whole piece
-     * in one hold, 10,000 times with 32; throughput the same within the noise.
-     */
-    private static final int RELEASE_HOLD = 32;
-
-    /** Releases the entries of {@code piece}'s group {@code ci}, all of class {@code c}. */
-    private long releaseClassPiece(SizeClassPages c, ReleasePiece piece, int ci) {
-        long bytes = 0;
-        int end = piece.groupEnd(ci);
-        for (int k = piece.groupStart(ci); k < end;) {
-            c.lock.lock();
-            try {
-                for (int n = 0; n < RELEASE_HOLD && k < end; n++, k++) {
-                    int pos = piece.at(k);
-                    int i = piece.index(pos);
-                    Page p = piece.page(pos);
-                    long state = piece.state(pos);
-                    p.release(p.slotOf(piece.address(pos)));
-                    c.liveBlocks--;
-                    c.released++;
-                    c.releasedBytes += HandleTable.size(state); // a kill keeps the size
-                    if (p.used == 0) {
-                        c.removePage(p);
-                        emptied.add(p);
-                    } else {
-                        c.refile(p);
-                    }
-                    if (HandleTable.exhausted(state)) {
-                        table.retire(); // its generation ran out: never reused
-                    } else {
-                        table.setLink(i, c.indexHead);
-                        c.indexHead = i;
-                        c.indexCount++;
-                    }
-                    bytes += c.blockSize;
-                }
-                if (k == end && c.indexCount > c.indexCacheCap()) {
-                    giveBackIndices(c);
-                }
-            } finally {
-                c.lock.unlock();
-            }
-        }
-        emptied.giveBack();
-        return bytes;
-    }
-
-    /** Returns all but half of the cap of a class's cached indices to the table (caller holds the class lock). */
-    private void giveBackIndices(SizeClassPages c) {
-        int keep = (int) (c.indexCacheCap() / 2);
-        int last = c.indexHead;
-        for (int k = 1; k < keep; k++) {
-            last = table.link(last);
-        }
-        int rest = table.link(last);
-        table.setLink(last, HandleTable.NO_INDEX);
-        table.giveIndices(rest);
-        c.indexCount = keep;
     }
 
     // ---- epochs ----------------------------------------------------------------
