@@ -591,8 +591,9 @@ public final class CompactingHeap implements AutoCloseable {
          *     compaction interval and the freed bytes are reclaimed, the
          *     background thread's next tick (every 10 ms) runs rounds from any
          *     not-full page until the bound holds for every page, so it holds
-         *     about an interval plus 10 ms after the last operation, plus the
-         *     rounds' copying (each moves at most {@link #movedBytesPerRound(long)}).</li>
+         *     about an interval plus two ticks (20 ms) after the last operation,
+         *     plus the rounds' copying (each moves at most
+         *     {@link #movedBytesPerRound(long)}).</li>
          * </ul>
          * {@link CompactingHeap#compact()} restores it at once, from any page.
          *
