@@ -11,8 +11,8 @@ import org.spanheap.internal.compact.CompactFitHeap;
 /**
  * An off-heap heap whose objects are named by handles, so that it can move
  * them to compact its memory (Compact-fit: abstract addresses, a partial
- * compaction bound kappa per size class, incremental compaction in steps of
- * at most iota bytes).
+ * compaction bound κ per size class, {@link Builder#notFullPagesPerClass(int)},
+ * incremental compaction in steps of at most ι bytes, {@link Builder#movedBytesPerRound(long)}).
  *
  * <p>A handle is a positive {@code long}. It stays valid while the object is
  * live, wherever the object moves, and may be stored in off-heap memory, so
@@ -21,7 +21,7 @@ import org.spanheap.internal.compact.CompactFitHeap;
  * {@link StaleHandleException}; it never reaches memory of another object.
  *
  * {@snippet :
- * try (CompactingHeap heap = CompactingHeap.builder().kappa(2).build()) {
+ * try (CompactingHeap heap = CompactingHeap.builder().notFullPagesPerClass(2).build()) {
  *     long h = heap.allocate(64);
  *     heap.write(h, seg -> seg.set(ValueLayout.JAVA_LONG, 0, 42L));
  *     long v = heap.read(h, seg -> seg.get(ValueLayout.JAVA_LONG, 0));
@@ -55,13 +55,14 @@ import org.spanheap.internal.compact.CompactFitHeap;
  * A freed object's memory is reused only after the next epoch change. Epoch
  * changes run in <em>rounds</em>, on a background thread of the heap (one per
  * heap, stopped by {@link #close()}): a round reclaims every object freed
- * before it and moves at most iota bytes of live objects to bring each size
- * class back to at most kappa not-full pages (per {@linkplain
+ * before it and moves at most {@linkplain Builder#movedBytesPerRound(long) a
+ * round's bytes} of live objects to bring each size class back to at most
+ * {@linkplain Builder#notFullPagesPerClass(int) its bound of} not-full pages (per {@linkplain
  * Builder#allocationLanes(int) allocation lane}), all behind one handshake. The
  * thread runs a round when {@linkplain Builder#reclaimBatchBytes(long) a batch}
  * of freed bytes is waiting, and every few milliseconds while any is. With
  * {@code reclaimBatchBytes(0)} there is no thread: every free reclaims and
- * restores kappa at once, as in the paper.
+ * restores the bound at once, as in the paper.
  *
  * <p>This class is thread-safe.
  *
@@ -79,8 +80,8 @@ import org.spanheap.internal.compact.CompactFitHeap;
  */
 public final class CompactingHeap implements AutoCloseable {
 
-    /** Value of {@link Builder#kappa(int)} that turns automatic compaction off ({@link #compact()} still works). */
-    public static final int KAPPA_INFINITE = Integer.MAX_VALUE;
+    /** Value of {@link Builder#notFullPagesPerClass(int)} that turns automatic compaction off ({@link #compact()} still works). */
+    public static final int NOT_FULL_PAGES_UNBOUNDED = Integer.MAX_VALUE;
 
     /** Largest object size: 4 TiB - 1. */
     public static final long MAX_OBJECT_SIZE = (1L << 42) - 1;
@@ -96,8 +97,8 @@ public final class CompactingHeap implements AutoCloseable {
     }
 
     /**
-     * {@return a builder with the defaults} The defaults: kappa 2, one
-     * allocation lane per processor (at most 4), iota 256 KiB,
+     * {@return a builder with the defaults} The defaults: 2 not-full pages
+     * per class, one allocation lane per processor (at most 4), 256 KiB moved per round,
      * 64 KiB pages, reclaim batch 1 MiB, pages from a span heap of its own,
      * background compaction on.
      */
@@ -363,7 +364,7 @@ public final class CompactingHeap implements AutoCloseable {
     /**
      * Compacts now: reclaims freed memory and moves objects until every
      * allocation lane of every size class has at most one not-full page, in
-     * rounds of at most iota bytes; emptied pages go back to the OS. Works also when kappa is infinite, which
+     * rounds of at most {@link #movedBytesPerRound()} bytes; emptied pages go back to the OS. Works also when the bound is unbounded, which
      * turns off only the automatic compaction. Pages that other threads' frees
      * make not-full while the call runs are left to the next call (or to the
      * background rounds), so the call ends under any churn: on a quiescent heap
@@ -409,7 +410,7 @@ public final class CompactingHeap implements AutoCloseable {
 
     /**
      * Moves the object named by {@code handle} to another block of its size
-     * class now, in a round of its own (then restores kappa). Its handle stays
+     * class now, in a round of its own (then restores the not-full page bound). Its handle stays
      * valid; segments of the current epoch die. Meant for tests of the access
      * protocol and for moving a single object out of a page.
      *
@@ -485,9 +486,13 @@ public final class CompactingHeap implements AutoCloseable {
         return core.pageSize();
     }
 
-    /** {@return the partial compaction bound ({@link #KAPPA_INFINITE} if automatic compaction is off)} */
-    public int kappa() {
-        return core.kappa();
+    /**
+     * {@return the partial compaction bound, Compact-fit's κ: the most not-full pages a size class
+     * (a lane of it) keeps once compaction has caught up ({@link #NOT_FULL_PAGES_UNBOUNDED} if
+     * automatic compaction is off)}
+     */
+    public int notFullPagesPerClass() {
+        return core.notFullPagesPerClass();
     }
 
     /** {@return the allocation lanes of each size class (see {@link Builder#allocationLanes(int)})} */
@@ -495,9 +500,9 @@ public final class CompactingHeap implements AutoCloseable {
         return core.allocationLanes();
     }
 
-    /** {@return the compaction increment in bytes} */
-    public long iota() {
-        return core.iota();
+    /** {@return the compaction increment, Compact-fit's ι: the most bytes one round moves (at least one object)} */
+    public long movedBytesPerRound() {
+        return core.movedBytesPerRound();
     }
 
     /** {@return the number of size classes} {@link CompactingHeapStats#notFullPages()} has one entry per class. */
@@ -553,9 +558,9 @@ public final class CompactingHeap implements AutoCloseable {
 
     /** Builder of {@link CompactingHeap}s. */
     public static final class Builder {
-        private int kappa = 2;
+        private int notFullPages = 2;
         private int lanes = Math.min(4, Runtime.getRuntime().availableProcessors());
-        private long iota = 256 * 1024;
+        private long movedBytesPerRound = 256 * 1024;
         private long pageSize = 64 * 1024;
         private long reclaimBatchBytes = 1024 * 1024;
         private SpanHeap spanHeap;
@@ -567,19 +572,40 @@ public final class CompactingHeap implements AutoCloseable {
         }
 
         /**
-         * Sets the partial compaction bound: at most {@code kappa} not-full
-         * pages per size class, restored by compaction after frees are
-         * reclaimed; {@link #KAPPA_INFINITE} turns that automatic compaction off.
+         * Sets the partial compaction bound, Compact-fit's κ: at most
+         * {@code pages} not-full pages per size class (per {@linkplain
+         * #allocationLanes(int) lane}), restored by compaction after frees are
+         * reclaimed; {@link #NOT_FULL_PAGES_UNBOUNDED} turns that automatic
+         * compaction off.
          *
-         * @param kappa the bound, at least 1
+         * <p>How soon the bound holds again after it is exceeded:
+         * <ul>
+         * <li>with {@code reclaimBatchBytes(0)}: after every free, in the
+         *     freeing thread (the paper's bound);</li>
+         * <li>under load, with the background thread: after each pass, at most
+         *     one {@linkplain #compactionInterval compaction interval} apart,
+         *     for the pages that have been not-full for a whole interval and
+         *     are at most two thirds used (fresh holes and nearly full pages
+         *     are left for allocation to fill);</li>
+         * <li>at rest: once no object has been allocated or freed for a
+         *     compaction interval and the freed bytes are reclaimed, the
+         *     background thread's next tick (every 10 ms) runs rounds from any
+         *     not-full page until the bound holds for every page, so it holds
+         *     about an interval plus two ticks (20 ms) after the last operation,
+         *     plus the rounds' copying (each moves at most
+         *     {@link #movedBytesPerRound(long)}).</li>
+         * </ul>
+         * {@link CompactingHeap#compact()} restores it at once, from any page.
+         *
+         * @param pages the bound, at least 1
          * @return this builder
-         * @throws IllegalArgumentException if {@code kappa < 1}
+         * @throws IllegalArgumentException if {@code pages < 1}
          */
-        public Builder kappa(int kappa) {
-            if (kappa < 1) {
-                throw new IllegalArgumentException("kappa must be >= 1: " + kappa);
+        public Builder notFullPagesPerClass(int pages) {
+            if (pages < 1) {
+                throw new IllegalArgumentException("not-full pages per class must be >= 1: " + pages);
             }
-            this.kappa = kappa;
+            this.notFullPages = pages;
             return this;
         }
 
@@ -589,8 +615,9 @@ public final class CompactingHeap implements AutoCloseable {
          * classes keep one lane): lanes have pages and a lock of their own,
          * so threads allocating in one class at once need not wait for each
          * other (a thread takes its own lane, or another that is free). Each
-         * lane keeps kappa on its own, so such a class may have up to
-         * {@code lanes * kappa} not-full pages. The default is the number of
+         * lane keeps the {@linkplain #notFullPagesPerClass(int) not-full page bound}
+         * on its own, so such a class may have up to {@code lanes} times as many
+         * not-full pages. The default is the number of
          * processors, at most 4; 1 gives one lock and the paper's bound per
          * class.
          *
@@ -607,19 +634,20 @@ public final class CompactingHeap implements AutoCloseable {
         }
 
         /**
-         * Sets the compaction increment: bytes moved per round, behind one
-         * epoch change (at least one object moves per round). Accesses to the
-         * objects of a round wait until it has copied them.
+         * Sets the compaction increment, Compact-fit's ι: the most bytes one
+         * round moves, behind one epoch change (at least one object moves per
+         * round). Accesses to the objects of a round wait until it has copied
+         * them.
          *
-         * @param iota bytes, at least 1
+         * @param bytes bytes, at least 1
          * @return this builder
-         * @throws IllegalArgumentException if {@code iota < 1}
+         * @throws IllegalArgumentException if {@code bytes < 1}
          */
-        public Builder iota(long iota) {
-            if (iota < 1) {
-                throw new IllegalArgumentException("iota must be >= 1: " + iota);
+        public Builder movedBytesPerRound(long bytes) {
+            if (bytes < 1) {
+                throw new IllegalArgumentException("moved bytes per round must be >= 1: " + bytes);
             }
-            this.iota = iota;
+            this.movedBytesPerRound = bytes;
             return this;
         }
 
@@ -642,7 +670,7 @@ public final class CompactingHeap implements AutoCloseable {
         /**
          * Sets how many freed bytes wait before the background thread runs a
          * round for them (it also runs one every few milliseconds while any
-         * wait). 0 reclaims and restores kappa on every free in the freeing
+         * wait). 0 reclaims and restores the not-full page bound on every free in the freeing
          * thread, as Compact-fit does, at the cost of a handshake per free.
          *
          * @param bytes the batch, at least 0
@@ -659,15 +687,17 @@ public final class CompactingHeap implements AutoCloseable {
 
         /**
          * Sets the pace of the background thread's compaction (default 100 ms).
-         * A pass (rounds until no class is over kappa) starts at most this often,
+         * A pass (rounds until no class is over its not-full page bound) starts at most this often,
          * or at once when more than a tenth of the page bytes hold no object; and
          * a pass empties only pages that have been not-full for at least this
          * long: under churn, the objects left in a page with fresh holes tend to
          * die soon as well, and moving them is wasted work. Nor does a pass empty
          * a page more than two thirds used: that moves the most bytes per page
-         * freed, and allocation fills such a page's holes soon. So kappa holds,
+         * freed, and allocation fills such a page's holes soon. So the bound holds under load,
          * after each pass, for the pages not-full longer than the interval and
-         * at most two thirds used; {@link CompactingHeap#compact()} takes any. Zero
+         * at most two thirds used; at rest (nothing allocated or freed for an
+         * interval), the background thread takes any not-full page until the
+         * bound holds for all; {@link CompactingHeap#compact()} takes any. Zero
          * compacts every page at once: the least memory, the most copying
          * (measured in docs/compacting-heap.md: on a cache churn, committed/live
          * median 1.15 against 1.30, at 0.6 times the throughput).
@@ -736,16 +766,16 @@ public final class CompactingHeap implements AutoCloseable {
          */
         public CompactingHeap build() {
             if (mapped) {
-                return new CompactingHeap(CompactFitHeap.overMappedPages(pageSize, lanes, kappa, iota,
+                return new CompactingHeap(CompactFitHeap.overMappedPages(pageSize, lanes, notFullPages, movedBytesPerRound,
                         reclaimBatchBytes, compactionIntervalNanos, background));
             }
             if (spanHeap != null) {
-                return new CompactingHeap(CompactFitHeap.overSpanHeap(spanHeap.impl(), null, pageSize, lanes, kappa,
-                        iota, reclaimBatchBytes, compactionIntervalNanos, background));
+                return new CompactingHeap(CompactFitHeap.overSpanHeap(spanHeap.impl(), null, pageSize, lanes, notFullPages,
+                        movedBytesPerRound, reclaimBatchBytes, compactionIntervalNanos, background));
             }
             SpanHeap own = SpanHeap.create();
             try {
-                return new CompactingHeap(CompactFitHeap.overSpanHeap(own.impl(), own, pageSize, lanes, kappa, iota,
+                return new CompactingHeap(CompactFitHeap.overSpanHeap(own.impl(), own, pageSize, lanes, notFullPages, movedBytesPerRound,
                         reclaimBatchBytes, compactionIntervalNanos, background));
             } catch (RuntimeException | Error e) {
                 own.close();

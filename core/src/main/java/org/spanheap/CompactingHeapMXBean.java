@@ -36,11 +36,11 @@ public interface CompactingHeapMXBean {
     /** {@return {@link CompactingHeapStats#largeBytes()}} */
     long getLargeBytes();
 
-    /** {@return {@link CompactingHeapStats#maxNotFullPages()}, to compare with {@link #getKappa()}} */
+    /** {@return {@link CompactingHeapStats#maxNotFullPages()}, to compare with {@link #getNotFullPagesPerClass()}} */
     int getMaxNotFullPages();
 
-    /** {@return the partial compaction bound, {@link CompactingHeap#kappa()}} */
-    int getKappa();
+    /** {@return the partial compaction bound, {@link CompactingHeap#notFullPagesPerClass()}} */
+    int getNotFullPagesPerClass();
 
     /** {@return {@link CompactingHeapStats#sizeClassFragmentationBytes()}} */
     long getSizeClassFragmentationBytes();

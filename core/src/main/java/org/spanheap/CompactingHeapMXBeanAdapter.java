@@ -61,8 +61,8 @@ final class CompactingHeapMXBeanAdapter implements CompactingHeapMXBean {
     }
 
     @Override
-    public int getKappa() {
-        return heap.kappa();
+    public int getNotFullPagesPerClass() {
+        return heap.notFullPagesPerClass();
     }
 
     @Override

@@ -58,7 +58,7 @@ class JfrEventsTest {
         long[] epochs = new long[1];
         List<RecordedEvent> all = record(() -> {
             CompactingHeap heap = CompactingHeap.builder().backgroundCompaction(false)
-                    .reclaimBatchBytes(1L << 40).kappa(1).build();
+                    .reclaimBatchBytes(1L << 40).notFullPagesPerClass(1).build();
             try {
                 heap.registerMXBean("jfr-epochs");
                 long[] h = new long[4096];                 // 1 KiB objects: 4 MiB, 64 pages

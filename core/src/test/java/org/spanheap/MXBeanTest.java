@@ -58,7 +58,7 @@ class MXBeanTest {
     void compactingHeapMXBeanShowsTheStatsUntilClose() throws Exception {
         ObjectName expected = new ObjectName("org.spanheap:type=CompactingHeap,name=\"mx-compacting\"");
         try (CompactingHeap heap = CompactingHeap.builder().backgroundCompaction(false)
-                .reclaimBatchBytes(1L << 40).kappa(1).build()) {
+                .reclaimBatchBytes(1L << 40).notFullPagesPerClass(1).build()) {
             assertEquals(expected, heap.registerMXBean("mx-compacting"));
             long[] h = new long[2048];
             for (int i = 0; i < h.length; i++) {
@@ -82,7 +82,7 @@ class MXBeanTest {
             assertEquals(s.compactionIncrements(), SERVER.getAttribute(expected, "CompactionIncrements"));
             assertEquals(s.epochs(), SERVER.getAttribute(expected, "Epochs"));
             assertEquals(s.maxNotFullPages(), SERVER.getAttribute(expected, "MaxNotFullPages"));
-            assertEquals(1, SERVER.getAttribute(expected, "Kappa"));
+            assertEquals(1, SERVER.getAttribute(expected, "NotFullPagesPerClass"));
             assertEquals(s.fragmentation(), (Double) SERVER.getAttribute(expected, "Fragmentation"), 1e-12);
             assertEquals(s.maxEpochCloseNanos(), SERVER.getAttribute(expected, "MaxEpochCloseNanos"));
             assertTrue(s.movedBytes() > 0, "compaction moved nothing");

@@ -161,7 +161,7 @@ public final class OffHeapCache<K, V> implements AutoCloseable {
      * measured at 5% writes and a few percent at 50% (docs/cache.md).
      */
     public static CompactingHeap.Builder defaultHeap() {
-        return CompactingHeap.builder().mappedPages().compactionInterval(COMPACTION_INTERVAL).iota(COMPACTION_ROUND_BYTES);
+        return CompactingHeap.builder().mappedPages().compactionInterval(COMPACTION_INTERVAL).movedBytesPerRound(COMPACTION_ROUND_BYTES);
     }
 
     private static final Duration COMPACTION_INTERVAL = Duration.ofMillis(10);

@@ -37,9 +37,9 @@ class OffHeapCacheTest {
 
     @Test
     void theDefaultHeapIsANewBuilderAtTheCachesPace() {
-        OffHeapCache.defaultHeap().iota(4096); // changing one builder leaves the next alone
+        OffHeapCache.defaultHeap().movedBytesPerRound(4096); // changing one builder leaves the next alone
         try (org.spanheap.CompactingHeap heap = OffHeapCache.defaultHeap().build()) {
-            assertEquals(1 << 20, heap.iota());
+            assertEquals(1 << 20, heap.movedBytesPerRound());
         }
     }
 

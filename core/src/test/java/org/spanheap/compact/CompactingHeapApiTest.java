@@ -198,8 +198,8 @@ class CompactingHeapApiTest {
 
     @Test
     void builderRejectsBadConfiguration() {
-        assertThrows(IllegalArgumentException.class, () -> CompactingHeap.builder().kappa(0));
-        assertThrows(IllegalArgumentException.class, () -> CompactingHeap.builder().iota(0));
+        assertThrows(IllegalArgumentException.class, () -> CompactingHeap.builder().notFullPagesPerClass(0));
+        assertThrows(IllegalArgumentException.class, () -> CompactingHeap.builder().movedBytesPerRound(0));
         assertThrows(IllegalArgumentException.class, () -> CompactingHeap.builder().pageSize(3000));
         assertThrows(IllegalArgumentException.class, () -> CompactingHeap.builder().reclaimBatchBytes(-1));
     }
@@ -318,7 +318,7 @@ class CompactingHeapApiTest {
 
     @Test
     void compactionMovesObjectsKeepsContentsAndReturnsPages() {
-        try (CompactingHeap heap = CompactingHeap.builder().kappa(CompactingHeap.KAPPA_INFINITE).build()) {
+        try (CompactingHeap heap = CompactingHeap.builder().notFullPagesPerClass(CompactingHeap.NOT_FULL_PAGES_UNBOUNDED).build()) {
             int n = 20_000;
             long[] hs = new long[n];
             for (int i = 0; i < n; i++) {

@@ -50,7 +50,7 @@ class CompactingHeapConcurrentTest {
     /** Compaction and relocation of the objects in use run all the time. */
     @Test
     void accessDuringCompaction() throws Exception {
-        try (CompactingHeap heap = CompactingHeap.builder().kappa(1).iota(512).pageSize(4096)
+        try (CompactingHeap heap = CompactingHeap.builder().notFullPagesPerClass(1).movedBytesPerRound(512).pageSize(4096)
                 .reclaimBatchBytes(8192).build()) {
             run(heap, true);
         }
@@ -83,7 +83,7 @@ class CompactingHeapConcurrentTest {
      */
     @Test
     void accessDuringFreeAndReuse() throws Exception {
-        try (CompactingHeap heap = CompactingHeap.builder().kappa(CompactingHeap.KAPPA_INFINITE).pageSize(4096)
+        try (CompactingHeap heap = CompactingHeap.builder().notFullPagesPerClass(CompactingHeap.NOT_FULL_PAGES_UNBOUNDED).pageSize(4096)
                 .reclaimBatchBytes(0).build()) {
             run(heap, false);
         }

@@ -31,7 +31,7 @@ class CompactingHeapKappaTest {
     })
     void boundHoldsAfterEveryOperation(int kappa, long iota, long reclaimBatch, long pageSize) {
         Random rnd = new Random(kappa * 31L + iota + reclaimBatch);
-        try (CompactingHeap heap = CompactingHeap.builder().kappa(kappa).iota(iota).reclaimBatchBytes(reclaimBatch)
+        try (CompactingHeap heap = CompactingHeap.builder().notFullPagesPerClass(kappa).movedBytesPerRound(iota).reclaimBatchBytes(reclaimBatch)
                 .pageSize(pageSize).backgroundCompaction(false).build()) {
             List<long[]> live = new ArrayList<>(); // {handle, size, seed}
             int ops = 12_000;

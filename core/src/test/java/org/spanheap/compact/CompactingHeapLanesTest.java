@@ -79,7 +79,7 @@ class CompactingHeapLanesTest {
     @Test
     void kappaHoldsPerLaneAfterTwoThreadsChurn() throws Exception {
         int kappa = 1, lanes = 2;
-        try (CompactingHeap heap = CompactingHeap.builder().allocationLanes(lanes).kappa(kappa)
+        try (CompactingHeap heap = CompactingHeap.builder().allocationLanes(lanes).notFullPagesPerClass(kappa)
                 .reclaimBatchBytes(0).pageSize(4096).build()) {
             AtomicReference<Throwable> failure = new AtomicReference<>();
             List<Long> survivors = new ArrayList<>();

@@ -17,7 +17,7 @@ class CompactingHeapMetricsTest {
 
     /** A heap compacted by hand only, so that its counters change when the test says. */
     private static CompactingHeap heap() {
-        return CompactingHeap.builder().kappa(CompactingHeap.KAPPA_INFINITE).build();
+        return CompactingHeap.builder().notFullPagesPerClass(CompactingHeap.NOT_FULL_PAGES_UNBOUNDED).build();
     }
 
     /** Fills pages with small objects and frees every other one, then compacts: {@return bytes moved} */

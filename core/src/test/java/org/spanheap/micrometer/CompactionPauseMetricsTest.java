@@ -17,8 +17,8 @@ class CompactionPauseMetricsTest {
     @Test
     void everyRoundOfTheNamedHeapIsTimedWithPercentiles() throws Exception {
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
-        try (CompactingHeap heap = CompactingHeap.builder().kappa(CompactingHeap.KAPPA_INFINITE).build();
-                CompactingHeap other = CompactingHeap.builder().kappa(CompactingHeap.KAPPA_INFINITE).build();
+        try (CompactingHeap heap = CompactingHeap.builder().notFullPagesPerClass(CompactingHeap.NOT_FULL_PAGES_UNBOUNDED).build();
+                CompactingHeap other = CompactingHeap.builder().notFullPagesPerClass(CompactingHeap.NOT_FULL_PAGES_UNBOUNDED).build();
                 CompactionPauseMetrics pauses = new CompactionPauseMetrics("pause-test", Tags.of("tier", "edge"))) {
             heap.registerMXBean("pause-test");
             pauses.bindTo(registry);

@@ -96,7 +96,7 @@ public final class Demo {
             results.add(w.run("compacting", cache, System.out));
         }
         CompactingHeap.Builder noCompaction = OffHeapCache.defaultHeap()
-                .kappa(CompactingHeap.KAPPA_INFINITE).backgroundCompaction(false);
+                .notFullPagesPerClass(CompactingHeap.NOT_FULL_PAGES_UNBOUNDED).backgroundCompaction(false);
         try (OffHeapCache<Long, byte[]> cache = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
                 .capacity(bytes).heap(noCompaction).build()) {
             results.add(w.run("compaction off", cache, System.out));

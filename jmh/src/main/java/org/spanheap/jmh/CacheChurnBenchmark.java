@@ -170,7 +170,7 @@ public class CacheChurnBenchmark {
             return switch (this) {
                 case COMPACTING -> new CompactingStore(CompactingHeap.create());
                 case COMPACTING_NO_KAPPA -> new CompactingStore(
-                        CompactingHeap.builder().kappa(CompactingHeap.KAPPA_INFINITE).build());
+                        CompactingHeap.builder().notFullPagesPerClass(CompactingHeap.NOT_FULL_PAGES_UNBOUNDED).build());
                 case COMPACTING_ONE_LANE -> new CompactingStore(CompactingHeap.builder().allocationLanes(1).build());
                 case SPANHEAP -> new SpanHeapStore((SpanHeapPeer) Allocator.SPANHEAP.open());
                 case MALLOC_FFM -> new NativeStore(Allocator.MALLOC_FFM.open(),

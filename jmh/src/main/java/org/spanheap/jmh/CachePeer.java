@@ -100,17 +100,17 @@ public interface CachePeer extends AutoCloseable {
             org.spanheap.CompactingHeap.Builder heap = OffHeapCache.defaultHeap();
             String tweak = System.getProperty("bench.heap", "");
             if (tweak.contains("heappace")) { // the heap's own defaults, before the cache's
-                heap.compactionInterval(java.time.Duration.ofMillis(100)).iota(256 << 10);
+                heap.compactionInterval(java.time.Duration.ofMillis(100)).movedBytesPerRound(256 << 10);
             }
             if (tweak.contains("nobg")) {
                 heap.backgroundCompaction(false);
             }
             if (tweak.contains("nokappa")) {
-                heap.kappa(org.spanheap.CompactingHeap.KAPPA_INFINITE);
+                heap.notFullPagesPerClass(org.spanheap.CompactingHeap.NOT_FULL_PAGES_UNBOUNDED);
             }
             java.util.regex.Matcher kappa = java.util.regex.Pattern.compile("kappa(\\d+)").matcher(tweak);
             if (kappa.find()) {
-                heap.kappa(Integer.parseInt(kappa.group(1)));
+                heap.notFullPagesPerClass(Integer.parseInt(kappa.group(1)));
             }
             java.util.regex.Matcher lanes = java.util.regex.Pattern.compile("lanes(\\d+)").matcher(tweak);
             if (lanes.find()) {
@@ -132,7 +132,7 @@ public interface CachePeer extends AutoCloseable {
                 heap.spanHeap(org.spanheap.SpanHeap.create()); // not closed: the benchmark JVM ends with it
             }
             if (tweak.contains("iota1m")) {
-                heap.iota(1 << 20);
+                heap.movedBytesPerRound(1 << 20);
             }
             OffHeapCache.Builder<Long, byte[]> builder = OffHeapCache.builder(Serializers.longs(), Serializers.bytes())
                     .capacity(capacity).heap(heap);

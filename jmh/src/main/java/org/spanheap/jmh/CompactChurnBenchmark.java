@@ -50,7 +50,7 @@ public class CompactChurnBenchmark {
     @Setup(Level.Iteration)
     public void fillAndFree() {
         spans = SpanHeap.create();
-        heap = CompactingHeap.builder().spanHeap(spans).kappa(CompactingHeap.KAPPA_INFINITE).build();
+        heap = CompactingHeap.builder().spanHeap(spans).notFullPagesPerClass(CompactingHeap.NOT_FULL_PAGES_UNBOUNDED).build();
         churn(heap, megabytes << 20, 42);
     }
 
@@ -121,15 +121,15 @@ public class CompactChurnBenchmark {
         long bytes = mib << 20;
         System.out.printf("RSS at start %d MiB%n", rssBytes() >> 20);
         for (int run = 0; run < 3; run++) {
-            int kappa = run == 1 ? 2 : CompactingHeap.KAPPA_INFINITE;
+            int kappa = run == 1 ? 2 : CompactingHeap.NOT_FULL_PAGES_UNBOUNDED;
             boolean mapped = run == 2;
             try (SpanHeap spans = mapped ? null : SpanHeap.create();
-                    CompactingHeap heap = mapped ? CompactingHeap.builder().mappedPages().kappa(kappa).build()
-                            : CompactingHeap.builder().spanHeap(spans).kappa(kappa).build()) {
+                    CompactingHeap heap = mapped ? CompactingHeap.builder().mappedPages().notFullPagesPerClass(kappa).build()
+                            : CompactingHeap.builder().spanHeap(spans).notFullPagesPerClass(kappa).build()) {
                 long t0 = System.nanoTime();
                 long[] kept = churn(heap, bytes, 42);
                 long t1 = System.nanoTime();
-                String k = (kappa == CompactingHeap.KAPPA_INFINITE ? "inf" : Integer.toString(kappa))
+                String k = (kappa == CompactingHeap.NOT_FULL_PAGES_UNBOUNDED ? "inf" : Integer.toString(kappa))
                         + (mapped ? " (mmap pages)" : " (span heap pages)");
                 System.out.printf("kappa=%s fill+free %d ms; before compact(): %s%n", k, (t1 - t0) / 1_000_000,
                         describe(heap.stats(), spans == null ? null : spans.stats()));

@@ -142,7 +142,7 @@ public final class CompactPauseBenchmark {
         CompactingHeap.Builder builder;
         try { // the builder checks the heap's settings and names the bad one
             builder = CompactingHeap.builder()
-                    .kappa(kappa == 0 ? CompactingHeap.KAPPA_INFINITE : kappa).iota(o.valueOf(iotaOpt) * 1024L)
+                    .notFullPagesPerClass(kappa == 0 ? CompactingHeap.NOT_FULL_PAGES_UNBOUNDED : kappa).movedBytesPerRound(o.valueOf(iotaOpt) * 1024L)
                     .reclaimBatchBytes(o.valueOf(batchOpt) * 1024L)
                     .compactionInterval(java.time.Duration.ofMillis(o.valueOf(intervalOpt)));
         } catch (IllegalArgumentException e) {

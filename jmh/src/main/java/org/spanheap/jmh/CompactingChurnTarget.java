@@ -5,7 +5,7 @@ import org.spanheap.CompactingHeap;
 /**
  * The memory churn on spanheap's {@link CompactingHeap}: blocks are handles (boxed, which costs
  * the churn's Java heap a little, not the off-heap figures). Two variants: compaction on (the
- * default kappa, and {@code compact()} after the big free) and off ({@code KAPPA_INFINITE}, no
+ * default kappa, and {@code compact()} after the big free) and off ({@code NOT_FULL_PAGES_UNBOUNDED}, no
  * {@code compact()}), so the effect of compaction is measured on the same heap. All use of the
  * compacting heap's API by the suite is in this file.
  */
@@ -17,7 +17,7 @@ final class CompactingChurnTarget implements ChurnTarget {
     CompactingChurnTarget(boolean compact) {
         this.heap = compact
                 ? CompactingHeap.create()
-                : CompactingHeap.builder().kappa(CompactingHeap.KAPPA_INFINITE).build();
+                : CompactingHeap.builder().notFullPagesPerClass(CompactingHeap.NOT_FULL_PAGES_UNBOUNDED).build();
         this.compact = compact;
     }
 

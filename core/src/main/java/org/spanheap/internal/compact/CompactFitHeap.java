@@ -1,9 +1,7 @@
 package org.spanheap.internal.compact;
 
 import java.lang.foreign.MemorySegment;
-import java.util.Arrays;
 import java.util.function.Consumer;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import org.spanheap.CompactingHeapStats;
 import org.spanheap.StaleHandleException;
@@ -30,13 +28,19 @@ import org.spanheap.internal.Zeroing;
  * <li><b>Rounds</b> (one at a time, under {@link #roundLock}; run by the
  *     {@link Compactor} thread, by {@code compact()}, or by a freeing thread
  *     when frees reclaim at once or the compactor has fallen far behind): one
- *     round drains the limbo, plans moves of at most iota bytes for the
+ *     round drains the limbo, plans moves of at most ι bytes for the
  *     classes over their bound and marks those entries MOVING, then closes
  *     the epoch once (one handshake), copies and publishes the moves, and
  *     releases the moved-from and the freed blocks. So one handshake pays for
  *     a whole batch of frees and an increment of compaction, and it runs off
  *     the allocating threads.</li>
  * </ul>
+ * The mechanisms live beside this class: {@link BackgroundPacing} (when the
+ * background thread compacts, and from which pages), {@link Evacuation} (a
+ * round's moves), {@link LargeObjects} (objects above the size classes),
+ * {@link Limbo} and {@link ReleasePiece} (frees waiting for an epoch change,
+ * and their release), {@link EmptiedPages} (pages given back after a round).
+ * This class holds the access path, allocation, the round and the epochs.
  *
  * <h2>Access protocol (epochs)</h2>
  * A resolve reads the current universe (volatile), then the entry's state
@@ -72,8 +76,8 @@ public final class CompactFitHeap {
      * meanwhile (the cache's memory mode: peak 2.1-3.0 times its bound). Waiting
      * parks the freeing thread, so the handshake need not wait for it to run: with
      * 2 batches and the wait, the peak was 1.24-1.28 times the bound at the same
-     * throughput; with 8 batches and {@code tryLock} (no wait), as before, 2.1-3.0
-     * (docs/compacting-heap.md, "Stop 27").
+     * throughput; with 8 batches and {@code tryLock} (no wait), 2.1-3.0
+     * (measured on the cache churn, 16 threads on 2 cores).
      */
     private static final int HELP_FACTOR = 2;
 
@@ -95,18 +99,8 @@ public final class CompactFitHeap {
     private final int kappa;
     private final long iota;
     private final long reclaimBatchBytes;
-    /**
-     * A page is emptied by a background pass only after it has been not-full this long (the
-     * compaction interval): under churn the objects left in a page with fresh holes tend to die
-     * soon as well, and moving them is wasted work. {@code compact()} and {@code relocate()}
-     * do not wait.
-     */
-    private final long minSourceAgeNanos;
-    /** Pace of the background thread's compaction passes (see {@link #compactionDue()}). */
-    private final long passIntervalNanos;
-    /** Written by the compactor thread only (under roundLock), read by it in hasWork. */
-    private boolean passRunning;
-    private long passEnded = System.nanoTime();
+    /** When the background thread compacts, and from which pages. */
+    private final BackgroundPacing pacing;
     /**
      * The reclaim batch in force: the configured one, or 1/32 of the committed
      * bytes if that is more, so that the number of rounds (handshakes) per
@@ -127,35 +121,35 @@ public final class CompactFitHeap {
 
     /** Killed indices waiting for an epoch change: striped lock-free stacks ({@link Limbo}). */
     private final Limbo limbo = new Limbo(table);
-    private final AtomicLong largeMapped = new AtomicLong();
-    /** Reclaimed large objects' mappings, reused by the next large objects. */
-    private final LargeMappings largeCache = new LargeMappings();
-
-    /** Guards the large objects' cache of handle indices, their counters and their publication against close. */
-    private final ReentrantLock largeLock = new ReentrantLock();
-    private int largeIndexHead = HandleTable.NO_INDEX;
-    private long largeAllocated, largeAllocatedBytes;
-    /** Large objects released by rounds (under roundLock). */
-    private long largeReleased, largeReleasedBytes;
+    /** Objects above the largest size class, each in a mapping. */
+    private final LargeObjects large;
+    /** The release of freed objects after their epoch closed. */
+    private final LimboRelease limboRelease;
 
     // ---- round state: under roundLock ----
     private final ReentrantLock roundLock = new ReentrantLock();
     private Epoch epoch = new Epoch(0);
-    private int moveCount;
-    private int[] mvIndex = new int[64], mvSrcSlot = new int[64], mvDstSlot = new int[64];
-    private Page[] mvSrc = new Page[64], mvDst = new Page[64];
+    private final EmptiedPages emptied;
+    private final Evacuation evacuation;
     private Compactor compactor;
     /** Set by {@code trim()} around its round, whose release the trim's own event reports. */
     private boolean trimming;
 
     // ---- statistics: written under roundLock, read by stats() without it ----
-    private volatile long movedBytes, movedBlocks, increments, epochsClosed;
+    private volatile long movedBytes, increments, epochsClosed;
     private volatile long maxIncrementNanos, totalIncrementNanos, maxCloseNanos;
 
     private CompactFitHeap(PageReserve source, int lanes, int kappa, long iota, long reclaimBatchBytes,
             long passIntervalNanos, boolean background) {
-        this.passIntervalNanos = passIntervalNanos;
-        this.minSourceAgeNanos = background ? passIntervalNanos : 0; // kappa after every free: no waiting
+        this(source, lanes, kappa, iota, reclaimBatchBytes, passIntervalNanos, background, background);
+    }
+
+    /**
+     * @param background whether rounds are paced as the background thread paces them
+     * @param startThread whether to start that thread (false: the caller drives {@link #backgroundTick})
+     */
+    private CompactFitHeap(PageReserve source, int lanes, int kappa, long iota, long reclaimBatchBytes,
+            long passIntervalNanos, boolean background, boolean startThread) {
         this.source = source;
         this.pageSize = source.pageSize();
         this.sizes = new BlockSizes(pageSize);
@@ -170,14 +164,18 @@ public final class CompactFitHeap {
                 classes[i] = new SizeClassPages(i, c, sizes.blockSize(c), pageSize);
             }
         }
-        this.releasePiece = new ReleasePiece(classes.length);
+        this.emptied = new EmptiedPages(source);
+        this.large = new LargeObjects(table, source);
+        this.limboRelease = new LimboRelease(table, classes, large, emptied);
+        this.pacing = new BackgroundPacing(classes, limbo, kappa, pageSize, passIntervalNanos, background);
+        this.evacuation = new Evacuation(table, classes, iota, emptied);
         this.kappa = kappa;
         this.iota = iota;
         this.reclaimBatchBytes = reclaimBatchBytes;
         this.batchBytes = reclaimBatchBytes;
         this.universe = epoch.universe;
         this.name = "CompactingHeap-" + table.tag();
-        if (background && reclaimBatchBytes > 0) {
+        if (startThread && reclaimBatchBytes > 0) {
             compactor = new Compactor(this);
             compactor.start();
         }
@@ -194,6 +192,17 @@ public final class CompactFitHeap {
                 iota, reclaimBatchBytes, passIntervalNanos, background);
     }
 
+    /**
+     * A heap over mapped pages paced as with a background thread, but without one: its rounds run
+     * only when the caller calls {@link #backgroundTick} (or a free finds a batch full), so a test
+     * decides exactly when the background work happens.
+     */
+    static CompactFitHeap withoutBackgroundThread(long pageSize, int kappa, long iota, long reclaimBatchBytes,
+            long passIntervalNanos) {
+        return new CompactFitHeap(new PageReserve(new MappedPageSource(pageSize)), 1, kappa, iota,
+                reclaimBatchBytes, passIntervalNanos, true, false);
+    }
+
     /** A heap over pages mapped one by one. */
     public static CompactFitHeap overMappedPages(long pageSize, int lanes, int kappa, long iota,
             long reclaimBatchBytes, long passIntervalNanos, boolean background) {
@@ -201,7 +210,7 @@ public final class CompactFitHeap {
                 reclaimBatchBytes, passIntervalNanos, background);
     }
 
-    public int kappa() {
+    public int notFullPagesPerClass() {
         return kappa;
     }
 
@@ -209,7 +218,7 @@ public final class CompactFitHeap {
         return lanes;
     }
 
-    public long iota() {
+    public long movedBytesPerRound() {
         return iota;
     }
 
@@ -432,42 +441,27 @@ public final class CompactFitHeap {
      * page; its mapping's size follows from its size ({@link OsMemory#mappedSize}).
      */
     private long allocateLarge(long size, MemorySegment contents, Consumer<? super MemorySegment> init) {
-        if (size > HandleTable.MAX_SIZE) {
-            throw new IllegalArgumentException("size must be at most " + HandleTable.MAX_SIZE + ": " + size);
-        }
+        LargeObjects.checkSize(size);
         checkOpen();
-        long mapped = OsMemory.mappedSize(size);
-        if ((mapped >>> 12) > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("size too large: " + size);
-        }
-        long address = largeCache.take(size);
+        long address = large.takeKept(size);
         boolean dirty = address != 0;
         if (!dirty) {
-            address = OsMemory.map(size); // zeroed by the OS
+            address = large.map(size); // zeroed by the OS
         }
-        largeMapped.addAndGet(mapped);
         int index;
         try {
             if (contents != null || init != null || dirty) {
                 fill(address, size, contents, init); // zeroes a reused mapping when there is nothing to copy
             }
-            largeLock.lock();
+            large.lock.lock();
             try {
                 checkOpen(); // close() frees what is published; past this point close waits for us
-                if (largeIndexHead == HandleTable.NO_INDEX) {
-                    largeIndexHead = table.takeIndices(SizeClassPages.INDEX_BATCH);
-                }
-                index = largeIndexHead;
-                largeIndexHead = table.link(index);
-                table.publishLive(index, address, size, null); // its mapping: mappedSize(size)
-                largeAllocated++;
-                largeAllocatedBytes += size;
+                index = large.publish(address, size);
             } finally {
-                largeLock.unlock();
+                large.lock.unlock();
             }
         } catch (RuntimeException | Error e) {
-            OsMemory.unmap(address, size);
-            largeMapped.addAndGet(-mapped);
+            large.unmapUnpublished(address, size);
             throw e;
         }
         return table.handleOf(index);
@@ -511,11 +505,6 @@ public final class CompactFitHeap {
         return pageSize / blockSize >= LANE_MIN_BLOCKS ? lanes : 1;
     }
 
-    /** The large-mapping cache's bound: 1/16 of what the heap holds, at least 2 MiB. */
-    private long largeCacheCap() {
-        return Math.max(2L << 20, (source.committedBytes() + largeMapped.get()) / 16);
-    }
-
     // ---- free -------------------------------------------------------------------
 
     /**
@@ -555,7 +544,7 @@ public final class CompactFitHeap {
             roundLock.lock(); // the compactor fell behind: wait for its round (see HELP_FACTOR)
             try {
                 if (!closed && limbo.pendingUnits() << 4 >= HELP_FACTOR * batchBytes) {
-                    round(kappa, 0, ANY_SOURCE); // still behind after it: bound the limbo ourselves
+                    round(kappa, 0, BackgroundPacing.ANY_SOURCE); // still behind after it: bound the limbo ourselves
                 }
             } finally {
                 roundLock.unlock();
@@ -572,14 +561,14 @@ public final class CompactFitHeap {
         long moved = 0;
         for (int guard = 0; guard < 1_000_000; guard++) {
             boolean pendingLimbo = !limbo.isEmpty();
-            long m = round(goal, 0, ANY_SOURCE);
+            long m = round(goal, 0, BackgroundPacing.ANY_SOURCE);
             moved += m;
             // Stop when the goal is met, or when a round neither moved nor reclaimed anything
             // and no free came meanwhile: the blocks left over the goal cannot move now (their
             // allocation is not yet published), and every further round would be another
             // handshake for nothing (a million of them took minutes: jcstress TIMEOUTs of
             // CompactHandleReuseTest in default mode, one actor interpreted).
-            if (m == 0 && !pendingLimbo && (!anyOver(goal) || limbo.isEmpty())) {
+            if (m == 0 && !pendingLimbo && (!SizeClassPages.anyOver(classes, goal) || limbo.isEmpty())) {
                 break;
             }
             if (closed) {
@@ -589,76 +578,35 @@ public final class CompactFitHeap {
         return moved;
     }
 
-    /** Work the compactor has: a batch of freed bytes waiting (or any, when idle), or a compaction pass due. */
+    /**
+     * One step of the background thread: runs a round if there is work ({@link #hasWork}); returns
+     * whether it ran one. {@code idle}: the thread woke from its idle wait, not from a free.
+     */
+    boolean backgroundTick(boolean idle) {
+        if (hasWork(idle)) {
+            backgroundRound();
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * Work the compactor has: a batch of freed bytes waiting (or any, when idle), a compaction
+     * pass due, or, on an idle tick, a heap at rest over the bound. Called by the compactor
+     * thread only (it updates the rest detection).
+     */
     boolean hasWork(boolean idle) {
-        return limbo.pendingUnits() << 4 >= batchBytes || (idle && !limbo.isEmpty()) || compactionDue();
+        boolean rest = idle ? pacing.restDueOnIdleTick(operations()) : pacing.restPassGoesOn(operations());
+        return limbo.pendingUnits() << 4 >= batchBytes || (idle && !limbo.isEmpty()) || pacing.compactionDue() || rest;
     }
 
-    /**
-     * Whether the background thread should move objects now: a class is over
-     * kappa, and a pass is running or the interval since the last pass has
-     * passed. Pacing matters under steady churn: frees leave holes in many pages
-     * and allocations fill them again within milliseconds; compacting at once
-     * would move objects only to have the holes refilled (measured: twice the
-     * rounds and half the throughput, docs/compacting-heap.md).
-     */
-    private boolean compactionDue() {
-        if (kappa == Integer.MAX_VALUE || !anyOver(kappa)) {
-            return false;
-        }
-        long now = System.nanoTime();
-        if (now - fruitlessRound < FRUITLESS_BACKOFF_NANOS) {
-            return false; // the last compaction round found nothing to move: let allocation and frees act first
-        }
-        return passRunning || now - passEnded >= passIntervalNanos || wasteful();
-    }
-
-    /** Sources of any use: {@code compact()}, and the rounds that restore kappa after every free. */
-    private static final int ANY_SOURCE = 100;
-    /**
-     * A background pass empties only pages at most two thirds used: emptying a
-     * page moves its used blocks, so a fuller page costs more copying per page
-     * freed, and under churn allocation refills its holes anyway. Measured on
-     * the cache benchmark (mixed sizes, 50% writes, 2 threads, passes every
-     * 10 ms with 1 MiB rounds; docs/compacting-heap.md, "Stop 26"): from any
-     * page 76-100 MiB moved a second for 67-75 MiB committed (59 MiB live);
-     * from pages at most two thirds used 42-86 MiB/s for 66-77 MiB, and the
-     * mixed rows' throughput 0.86 and 0.78 ops/us against 0.77 and 0.72 (two
-     * runs each); at most half used, 31-48 MiB/s but the cache's peak over
-     * 1.3 times its bound.
-     * {@code compact()} and kappa-after-every-free take any page.
-     */
-    private static final int PASS_SOURCE_USE = 67;
-
-    /** After a compaction round that could move nothing, wait this long before the next (no busy loop). */
-    private static final long FRUITLESS_BACKOFF_NANOS = 10_000_000L;
-    /** When the last compaction round moved nothing (compactor thread only). */
-    private long fruitlessRound = System.nanoTime() - FRUITLESS_BACKOFF_NANOS;
-
-    /**
-     * Whether more than a tenth of the page bytes hold no object (freed objects
-     * waiting in the limbo still count as held): then a pass runs at once,
-     * whatever the pace. This is the case a size-mix shift makes (a class's
-     * objects die within milliseconds and leave its pages sparse), where
-     * waiting for the interval would let committed memory run far ahead of
-     * the live bytes. Racy reads of the classes' counters: a hint.
-     */
-    /**
-     * A tenth of the page bytes without an object starts a pass at once. Measured against a
-     * fifth (CacheChurnBenchmark memory mode, 2 threads, 10 s, one run each): a tenth 1.59
-     * ops/us with committed/live at most 1.30; a fifth 2.11 ops/us and 1.53. Memory first:
-     * it is what this heap is chosen for.
-     */
-    private static final long WASTE_DIVISOR = 10;
-
-    private boolean wasteful() {
-        long pageBytes = 0, blockBytes = 0;
+    /** Objects allocated plus objects released so far: racy reads of the counters, a hint of activity. */
+    private long operations() {
+        long n = large.allocated + large.released;
         for (SizeClassPages c : classes) {
-            pageBytes += c.pageCount();
-            blockBytes += c.liveBlocks * c.blockSize;
+            n += c.allocated + c.released;
         }
-        pageBytes *= pageSize;
-        return pageBytes - blockBytes > pageBytes / WASTE_DIVISOR;
+        return n;
     }
 
     /** Called by the compactor thread: one round, with moves if a compaction pass is due. */
@@ -666,33 +614,15 @@ public final class CompactFitHeap {
         roundLock.lock();
         try {
             if (!closed) {
-                boolean compacting = compactionDue();
-                long moved = round(compacting ? kappa : Integer.MAX_VALUE, minSourceAgeNanos, PASS_SOURCE_USE);
-                if (compacting) {
-                    passRunning = moved > 0 && anyOver(kappa);
-                    if (!passRunning) {
-                        passEnded = System.nanoTime();
-                    }
-                    if (moved == 0) {
-                        fruitlessRound = passEnded;
-                    }
-                }
+                boolean rest = pacing.restPass();
+                boolean compacting = rest || pacing.compactionDue();
+                long moved = round(compacting ? kappa : Integer.MAX_VALUE, rest ? 0 : pacing.minSourceAgeNanos,
+                        rest ? BackgroundPacing.ANY_SOURCE : BackgroundPacing.PASS_SOURCE_USE);
+                pacing.afterRound(rest, compacting, moved);
             }
         } finally {
             roundLock.unlock();
         }
-    }
-
-    private boolean anyOver(int goal) {
-        if (goal == Integer.MAX_VALUE) {
-            return false;
-        }
-        for (SizeClassPages c : classes) {
-            if (c.notFullCount() > goal) { // racy read: a hint, the round re-checks under the lock
-                return true;
-            }
-        }
-        return false;
     }
 
     /**
@@ -706,10 +636,10 @@ public final class CompactFitHeap {
         CompactionRoundEvent event = new CompactionRoundEvent();
         event.begin();
         long t0 = System.nanoTime();
-        int[] freed = drained;
+        int[] freed = limboRelease.heads;
         limbo.drain(freed); // volatile: the pushers' links are visible
-        long planned = goal == Integer.MAX_VALUE ? 0 : planMoves(goal, minAge, maxSourceUse);
-        if (isEmpty(freed) && moveCount == 0) {
+        long planned = goal == Integer.MAX_VALUE ? 0 : evacuation.plan(goal, minAge, maxSourceUse);
+        if (LimboRelease.isEmpty(freed) && evacuation.count() == 0) {
             return 0;
         }
         MemoryReleaseEvent release = new MemoryReleaseEvent();
@@ -717,9 +647,9 @@ public final class CompactFitHeap {
         long releasedBefore = reportRelease ? releasedBytes() : 0;
         release.begin();
         // nobody reaches the limbo blocks or the blocks to move any more
-        long closeNanos = advanceEpoch(moveCount > 0 ? EpochChangeEvent.COMPACTION : EpochChangeEvent.RECLAIM);
-        long moved = executeMoves();
-        long reclaimed = releaseLimbo(freed);
+        long closeNanos = advanceEpoch(evacuation.count() > 0 ? EpochChangeEvent.COMPACTION : EpochChangeEvent.RECLAIM);
+        long moved = evacuation.execute();
+        long reclaimed = limboRelease.release(freed);
         if (reportRelease) {
             release.end();
             long released = releasedBytes() - releasedBefore;
@@ -729,7 +659,7 @@ public final class CompactFitHeap {
             }
         }
         if (reclaimBatchBytes > 0) {
-            batchBytes = Math.max(reclaimBatchBytes, (source.committedBytes() + largeMapped.get()) / 32);
+            batchBytes = Math.max(reclaimBatchBytes, (source.committedBytes() + large.mappedBytes.get()) / 32);
         }
         if (planned > 0) {
             countIncrement(moved, t0);
@@ -753,339 +683,6 @@ public final class CompactFitHeap {
         increments++;
         totalIncrementNanos += t;
         maxIncrementNanos = Math.max(maxIncrementNanos, t);
-    }
-
-    /**
-     * Plans moves: per class over {@code goal}, live blocks of its least used
-     * not-full pages go to its fullest not-full pages; at most iota bytes in
-     * all (at least one block). Marks the entries MOVING and reserves the
-     * target slots. Returns the planned bytes.
-     *
-     * <p>Per class the not-full pages are sorted once by use (fullest first):
-     * targets are taken from the front, sources from the back, so a round over
-     * a class with n not-full pages costs O(n log n), not a scan per move (a
-     * size-mix shift leaves hundreds of not-full pages in a class).
-     */
-    private long planMoves(int goal, long minAge, int maxSourceUse) {
-        long bytes = 0;
-        moveCount = 0;
-        for (SizeClassPages c : classes) {
-            if (bytes >= iota) {
-                break;
-            }
-            if (c.notFullCount() <= goal || c.notFullCount() < 2) {
-                continue;
-            }
-            c.lock.lock();
-            try {
-                int n = c.notFullCount();
-                if (n <= goal) {
-                    continue;
-                }
-                sortFullestFirst(c, n);
-                int front = 0, back = n - 1, emptied = 0;
-                Page dst = candidates[front];
-                long now = System.nanoTime();
-                while (front < back && n - emptied > goal && bytes < iota) {
-                    Page src = candidates[back];
-                    if (src.used * 100L > (long) src.owner.length * maxSourceUse) {
-                        break; // the pages left are fuller still: too many bytes moved per page freed
-                    }
-                    if (now - src.notFullSince < minAge) {
-                        back--; // its holes are recent: its other objects may die soon too, moving them is waste
-                        continue;
-                    }
-                    src.evacuating = true; // allocation avoids it until the round re-files it
-                    int movesBefore = moveCount;
-                    for (int slot = 0; slot < src.owner.length; slot++) {
-                        int index = src.owner[slot];
-                        if (index < 0) {
-                            continue;
-                        }
-                        while (dst.isFull() && front < back) {
-                            dst = candidates[++front];
-                        }
-                        if (front >= back || (moveCount > 0 && bytes + c.blockSize > iota)) {
-                            break;
-                        }
-                        // not LIVE: freed (in limbo) or not yet published by its allocator; both stay
-                        if (!table.markMoving(index)) {
-                            continue;
-                        }
-                        addMove(index, src, slot, dst, dst.take(index));
-                        bytes += c.blockSize;
-                    }
-                    if (moveCount == movesBefore) {
-                        src.evacuating = false; // nothing movable in it (freed or unpublished blocks only)
-                    }
-                    emptied++;
-                    back--;
-                }
-                Arrays.fill(candidates, 0, n, null);
-            } finally {
-                c.lock.unlock();
-            }
-        }
-        return bytes;
-    }
-
-    private Page[] candidates = new Page[64];
-    /** Scratch for {@link #sortFullestFirst}: the class's not-full pages in their list order. */
-    private Page[] unsorted = new Page[64];
-    private int[] usedCount = new int[64];
-
-    /**
-     * Puts the class's {@code n} not-full pages into {@code candidates[0..n)}, fullest first
-     * (ties in list order), by counting sort on their use: a page holds few slots, so this is
-     * O(n + slots) with no comparator. {@code Arrays.sort} with one was TimSort, which C2
-     * recompiled again and again as the rounds' inputs changed (uncommon traps in
-     * {@code mergeLo}/{@code mergeHi}: about 20 recompilations in a 10-second churn), compile
-     * time taken from the mutators on a small machine. Caller holds the class's lock.
-     */
-    private void sortFullestFirst(SizeClassPages c, int n) {
-        if (candidates.length < n) {
-            int len = Math.max(n, candidates.length * 2);
-            candidates = new Page[len];
-            unsorted = new Page[len];
-        }
-        int max = 0;
-        for (int i = 0; i < n; i++) {
-            Page p = c.notFullAt(i);
-            unsorted[i] = p;
-            max = Math.max(max, p.used);
-        }
-        if (usedCount.length < max + 2) {
-            usedCount = new int[Math.max(max + 2, usedCount.length * 2)];
-        }
-        int[] count = usedCount;
-        Arrays.fill(count, 0, max + 2, 0);
-        for (int i = 0; i < n; i++) {
-            count[max - unsorted[i].used + 1]++;   // key 0 = fullest
-        }
-        for (int k = 1; k <= max + 1; k++) {
-            count[k] += count[k - 1];              // count[key] = first position of key
-        }
-        for (int i = 0; i < n; i++) {
-            Page p = unsorted[i];
-            candidates[count[max - p.used]++] = p;
-        }
-        Arrays.fill(unsorted, 0, n, null);
-    }
-
-    private void addMove(int index, Page src, int srcSlot, Page dst, int dstSlot) {
-        if (moveCount == mvIndex.length) {
-            int m = moveCount * 2;
-            mvIndex = Arrays.copyOf(mvIndex, m);
-            mvSrcSlot = Arrays.copyOf(mvSrcSlot, m);
-            mvDstSlot = Arrays.copyOf(mvDstSlot, m);
-            mvSrc = Arrays.copyOf(mvSrc, m);
-            mvDst = Arrays.copyOf(mvDst, m);
-        }
-        mvIndex[moveCount] = index;
-        mvSrc[moveCount] = src;
-        mvSrcSlot[moveCount] = srcSlot;
-        mvDst[moveCount] = dst;
-        mvDstSlot[moveCount] = dstSlot;
-        moveCount++;
-    }
-
-    /**
-     * Copies the planned blocks (the epoch that could reach them is closed, and
-     * their entries are MOVING), publishes them, releases their old slots.
-     * A block freed while it moved keeps its old place for the free's limbo
-     * entry; its reserved target slot is given back instead.
-     */
-    private long executeMoves() {
-        long moved = 0;
-        int n = moveCount;
-        for (int k = 0; k < n; k++) {
-            long size = HandleTable.size(table.stateAcquire(mvIndex[k]));
-            MemorySegment.copy(OsMemory.RAW, mvSrc[k].addressOf(mvSrcSlot[k]), OsMemory.RAW,
-                    mvDst[k].addressOf(mvDstSlot[k]), size);
-        }
-        for (int k = 0; k < n;) {
-            SizeClassPages c = mvSrc[k].sizeClass;
-            int emptied = 0;
-            c.lock.lock();
-            try {
-                for (; k < n && mvSrc[k].sizeClass == c; k++) {
-                    Page src = mvSrc[k], dst = mvDst[k];
-                    if (table.publishMoved(mvIndex[k], dst.addressOf(mvDstSlot[k]), dst)) {
-                        src.release(mvSrcSlot[k]);
-                        moved += c.blockSize;
-                        movedBlocks++;
-                    } else {
-                        dst.release(mvDstSlot[k]); // freed while moving: the target slot goes back
-                        if (dst.used == 0 && dst.pagePos >= 0) {
-                            c.removePage(dst);
-                            emptied = addEmptied(emptied, dst);
-                        }
-                    }
-                    src.evacuating = false;
-                    if (dst.pagePos >= 0) {
-                        c.refile(dst);
-                    }
-                    if (src.used == 0) {
-                        if (src.pagePos >= 0) {
-                            c.removePage(src);
-                            emptied = addEmptied(emptied, src);
-                        }
-                    } else {
-                        c.refile(src);
-                    }
-                    mvSrc[k] = null;
-                    mvDst[k] = null;
-                }
-            } finally {
-                c.lock.unlock();
-            }
-            freePages(emptied);
-        }
-        moveCount = 0;
-        return moved;
-    }
-
-    /**
-     * Releases the blocks and indices of a drained limbo list; returns their
-     * bytes. It goes in pieces of {@value ReleasePiece#CAPACITY} entries, each
-     * read into arrays and grouped by class first ({@link ReleasePiece}), then
-     * released class by class while their lines are still in the cache (a batch
-     * is up to 1/32 of the heap, tens of thousands of entries).
-     */
-    private long releaseLimbo(int[] heads) {
-        long bytes = 0;
-        ReleasePiece piece = releasePiece;
-        while (!isEmpty(heads)) {
-            piece.read(table, heads);
-            for (int ci = 0; ci < classes.length; ci++) {
-                if (piece.groupStart(ci) < piece.groupEnd(ci)) {
-                    bytes += releaseClassPiece(classes[ci], piece, ci);
-                }
-            }
-            bytes += releaseLarge(piece, classes.length);
-            piece.clear();
-        }
-        return bytes;
-    }
-
-    /** Large objects: nobody can reach them any more; each mapping is kept for reuse or unmapped. */
-    private long releaseLarge(ReleasePiece piece, int group) {
-        long bytes = 0;
-        int largeHead = HandleTable.NO_INDEX;
-        for (int k = piece.groupStart(group); k < piece.groupEnd(group); k++) {
-            int pos = piece.at(k);
-            int i = piece.index(pos);
-            long size = HandleTable.size(piece.state(pos));
-            long mapped = OsMemory.mappedSize(size);
-            largeMapped.addAndGet(-mapped);
-            largeCache.give(piece.address(pos), mapped, largeCacheCap());
-            largeReleased++;
-            largeReleasedBytes += size;
-            bytes += mapped;
-            table.setLink(i, largeHead);
-            largeHead = i;
-        }
-        if (largeHead != HandleTable.NO_INDEX) {
-            table.giveIndices(largeHead); // large objects are rare: their indices go straight back
-        }
-        return bytes;
-    }
-
-    /** The round's scratch for {@link #releaseLimbo}. */
-    private final ReleasePiece releasePiece;
-    /** The round's scratch: the stripes' chains it took from the limbo, each walked to its end. */
-    private final int[] drained = new int[Limbo.STRIPES];
-
-    private static boolean isEmpty(int[] heads) {
-        for (int h : heads) {
-            if (h != HandleTable.NO_INDEX) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    /**
-     * Entries released per hold of a class lock, so that an allocation waits for the
-     * background thread microseconds, not a whole piece's tens of microseconds of cache
-     * misses. Counted with a temporary counter (CacheBenchmark, 100 B, 50% writes, 2 threads,
-     * about 9 s): allocations parked 890,000 times behind the compactor with the whole piece
-     * in one hold, 10,000 times with 32; throughput the same within the noise.
-     */
-    private static final int RELEASE_HOLD = 32;
-
-    /** Releases the entries of {@code piece}'s group {@code ci}, all of class {@code c}. */
-    private long releaseClassPiece(SizeClassPages c, ReleasePiece piece, int ci) {
-        long bytes = 0;
-        int emptied = 0;
-        int end = piece.groupEnd(ci);
-        for (int k = piece.groupStart(ci); k < end;) {
-            c.lock.lock();
-            try {
-                for (int n = 0; n < RELEASE_HOLD && k < end; n++, k++) {
-                    int pos = piece.at(k);
-                    int i = piece.index(pos);
-                    Page p = piece.page(pos);
-                    long state = piece.state(pos);
-                    p.release(p.slotOf(piece.address(pos)));
-                    c.liveBlocks--;
-                    c.released++;
-                    c.releasedBytes += HandleTable.size(state); // a kill keeps the size
-                    if (p.used == 0) {
-                        c.removePage(p);
-                        emptied = addEmptied(emptied, p);
-                    } else {
-                        c.refile(p);
-                    }
-                    if (HandleTable.exhausted(state)) {
-                        table.retire(); // its generation ran out: never reused
-                    } else {
-                        table.setLink(i, c.indexHead);
-                        c.indexHead = i;
-                        c.indexCount++;
-                    }
-                    bytes += c.blockSize;
-                }
-                if (k == end && c.indexCount > c.indexCacheCap()) {
-                    giveBackIndices(c);
-                }
-            } finally {
-                c.lock.unlock();
-            }
-        }
-        freePages(emptied);
-        return bytes;
-    }
-
-    /** Pages a round emptied, given back after the class lock is released (round thread only). */
-    private Page[] emptiedPages = new Page[16];
-
-    private int addEmptied(int count, Page p) {
-        if (count == emptiedPages.length) {
-            emptiedPages = Arrays.copyOf(emptiedPages, count * 2);
-        }
-        emptiedPages[count] = p;
-        return count + 1;
-    }
-
-    private void freePages(int count) {
-        for (int k = 0; k < count; k++) {
-            source.freePage(emptiedPages[k].base);
-            emptiedPages[k] = null;
-        }
-    }
-
-    /** Returns all but half of the cap of a class's cached indices to the table (caller holds the class lock). */
-    private void giveBackIndices(SizeClassPages c) {
-        int keep = (int) (c.indexCacheCap() / 2);
-        int last = c.indexHead;
-        for (int k = 1; k < keep; k++) {
-            last = table.link(last);
-        }
-        int rest = table.link(last);
-        table.setLink(last, HandleTable.NO_INDEX);
-        table.giveIndices(rest);
-        c.indexCount = keep;
     }
 
     // ---- epochs ----------------------------------------------------------------
@@ -1118,7 +715,7 @@ public final class CompactFitHeap {
 
     /** {@return the bytes given back to the OS so far by the page reserve and the large mappings' cache} */
     private long releasedBytes() {
-        return source.releasedBytes() + largeCache.unmappedBytes();
+        return source.releasedBytes() + large.kept.unmappedBytes();
     }
 
     // ---- compaction on request -------------------------------------------------
@@ -1131,21 +728,21 @@ public final class CompactFitHeap {
      * was freed before it) are emptied. Under a churn that punches new holes
      * while the call runs, compacting those too never ends: with every free
      * making a round find work, the loop chased the mutators, and a call every
-     * 250 ms moved 1.2-2x the live bytes each time (docs/compacting-heap.md,
-     * "Stop 20"). Holes made during the call are the next call's work, or the
+     * 250 ms moved 1.2-2x the live bytes each time (measured on the cache
+     * churn). Holes made during the call are the next call's work, or the
      * background rounds'.
      */
     public long compact() {
         roundLock.lock();
         try {
             checkOpen();
-            round(Integer.MAX_VALUE, 0, ANY_SOURCE); // reclaim: holes freed before the call count as old
+            round(Integer.MAX_VALUE, 0, BackgroundPacing.ANY_SOURCE); // reclaim: holes freed before the call count as old
             long since = System.nanoTime();
             long moved = 0;
             for (int guard = 0; guard < 1_000_000 && !closed; guard++) {
-                long m = round(1, System.nanoTime() - since, ANY_SOURCE); // sources: not full since before `since`
+                long m = round(1, System.nanoTime() - since, BackgroundPacing.ANY_SOURCE); // sources: not full since before `since`
                 moved += m;
-                if (m == 0 || !anyOver(1)) {
+                if (m == 0 || !SizeClassPages.anyOver(classes, 1)) {
                     break;                         // done, or what is left over the goal is newer
                 }
             }
@@ -1169,12 +766,12 @@ public final class CompactFitHeap {
             long before = committedBytes();
             trimming = true; // this event reports the round's release too
             try {
-                round(Integer.MAX_VALUE, 0, ANY_SOURCE); // goal MAX_VALUE: plans no moves
+                round(Integer.MAX_VALUE, 0, BackgroundPacing.ANY_SOURCE); // goal MAX_VALUE: plans no moves
             } finally {
                 trimming = false;
             }
             source.drain();
-            largeCache.drain();
+            large.kept.drain();
             long after = committedBytes();
             long released = Math.max(0, before - after);
             event.end();
@@ -1190,7 +787,7 @@ public final class CompactFitHeap {
 
     /** Pages out and in the reserve, large objects' mappings, kept mappings: what stats() reports as committed. */
     private long committedBytes() {
-        return source.committedBytes() + largeMapped.get() + largeCache.bytes();
+        return source.committedBytes() + large.mappedBytes.get() + large.kept.bytes();
     }
 
     /**
@@ -1215,7 +812,6 @@ public final class CompactFitHeap {
             CompactionRoundEvent event = new CompactionRoundEvent();
             event.begin();
             long t0 = System.nanoTime();
-            moveCount = 0;
             c.lock.lock();
             try {
                 src = table.pageOf(index); // re-read under the lock
@@ -1226,12 +822,12 @@ public final class CompactFitHeap {
                 if (dst == null) {
                     dst = newPage(c);
                 }
-                addMove(index, src, src.slotOf(table.address(index)), dst, dst.take(index));
+                evacuation.add(index, src, src.slotOf(table.address(index)), dst, dst.take(index));
             } finally {
                 c.lock.unlock();
             }
             long closeNanos = advanceEpoch(EpochChangeEvent.RELOCATE);
-            long moved = executeMoves();
+            long moved = evacuation.execute();
             countIncrement(moved, t0);
             event.end();
             if (event.shouldCommit()) { // a round of its own: it moves one object and reclaims nothing
@@ -1278,29 +874,22 @@ public final class CompactFitHeap {
                 }
             }
             source.addRanges(ranges);
-            largeCache.addRanges(ranges);
+            large.kept.addRanges(ranges);
             // large objects: live, or freed and waiting in the limbo (mapped until a round releases them)
             for (int s = 0; s < Limbo.STRIPES; s++) {
                 for (int i = limbo.peek(s); i != HandleTable.NO_INDEX; i = table.link(i)) {
-                    addIfLarge(i, ranges);
+                    large.addIfLarge(i, ranges);
                 }
             }
             for (int i = 1, n = table.capacity(); i < n; i++) {
                 if (HandleTable.isLive(table.stateAcquire(i))) {
-                    addIfLarge(i, ranges);
+                    large.addIfLarge(i, ranges);
                 }
             }
         } finally {
             roundLock.unlock();
         }
         return ranges.residentBytes();
-    }
-
-    private void addIfLarge(int index, MemoryRanges ranges) {
-        long address = table.address(index);
-        if (table.pageOf(index) == null && address != 0) {
-            ranges.add(address, OsMemory.mappedSize(HandleTable.size(table.stateAcquire(index))));
-        }
     }
 
     /**
@@ -1336,17 +925,18 @@ public final class CompactFitHeap {
                     c.lock.unlock();
                 }
             }
-            long largeObjects, large = largeMapped.get();
-            largeLock.lock();
+            long largeObjects, largeBytes = large.mappedBytes.get();
+            large.lock.lock();
             try {
-                largeObjects = largeAllocated - largeReleased;
+                largeObjects = large.allocated - large.released;
                 objects += largeObjects;
-                bytes += largeAllocatedBytes - largeReleasedBytes;
+                bytes += large.allocatedBytes - large.releasedBytes;
             } finally {
-                largeLock.unlock();
+                large.lock.unlock();
             }
-            return new CompactingHeapStats(bytes - pendingBytes, objects - pendingObjects, blockBytes + large,
-                    source.committedBytes() + large + largeCache.bytes(), pages, largeObjects - pendingLarge, large, notFull, frag,
+            return new CompactingHeapStats(bytes - pendingBytes, objects - pendingObjects, blockBytes + largeBytes,
+                    source.committedBytes() + largeBytes + large.kept.bytes(), pages, largeObjects - pendingLarge, largeBytes,
+                    notFull, frag,
                     pendingBytes, movedBytes, increments, epochsClosed, maxIncrementNanos, totalIncrementNanos,
                     maxCloseNanos);
         } finally {
@@ -1366,7 +956,7 @@ public final class CompactFitHeap {
             k.stop(); // outside roundLock: the compactor may be waiting for it
         }
         roundLock.lock();
-        largeLock.lock();
+        large.lock.lock();
         for (SizeClassPages c : classes) {
             c.lock.lock();
         }
@@ -1390,16 +980,16 @@ public final class CompactFitHeap {
             limbo.drain(heads);
             for (int h : heads) {
                 for (int i = h; i != HandleTable.NO_INDEX; i = table.link(i)) {
-                    unmapIfLarge(i);
+                    large.unmapIfLarge(i);
                 }
             }
             for (int i = 1, n = table.capacity(); i < n; i++) {
                 if (HandleTable.isLive(table.stateAcquire(i))) {
-                    unmapIfLarge(i);
+                    large.unmapIfLarge(i);
                 }
             }
             table.close();
-            largeCache.drain();
+            large.kept.drain();
             for (SizeClassPages c : classes) {
                 while (c.pageCount() > 0) {
                     Page p = c.pageAt(c.pageCount() - 1);
@@ -1412,16 +1002,8 @@ public final class CompactFitHeap {
             for (SizeClassPages c : classes) {
                 c.lock.unlock();
             }
-            largeLock.unlock();
+            large.lock.unlock();
             roundLock.unlock();
-        }
-    }
-
-    private void unmapIfLarge(int index) {
-        if (table.pageOf(index) == null && table.address(index) != 0) {
-            long mapped = OsMemory.mappedSize(HandleTable.size(table.stateAcquire(index)));
-            OsMemory.unmap(table.address(index), mapped);
-            largeMapped.addAndGet(-mapped);
         }
     }
 

@@ -63,8 +63,7 @@ final class Compactor implements Runnable {
     public void run() {
         while (!stopped) {
             try {
-                if (heap.hasWork(false)) {
-                    heap.backgroundRound();
+                if (heap.backgroundTick(false)) {
                     continue;
                 }
                 awake = false;
@@ -73,8 +72,8 @@ final class Compactor implements Runnable {
                 }
                 LockSupport.parkNanos(this, IDLE_MILLIS * 1_000_000L);
                 awake = true;
-                if (!stopped && heap.hasWork(true)) {
-                    heap.backgroundRound();
+                if (!stopped) {
+                    heap.backgroundTick(true);
                 }
             } catch (RuntimeException | OutOfMemoryError e) {
                 if (heap.isClosed()) {

@@ -47,8 +47,11 @@ import org.spanheap.StaleHandleException;
  * are CASes (volatile), because a free (any thread, no lock) and the mover
  * (compaction round) race on the same state word; whoever loses sees the
  * other's value and acts on it.
+ *
+ * <p>Public, with the index-list members that the stress module's jcstress
+ * test of the {@link Limbo} needs; the module does not export this package.
  */
-final class HandleTable {
+public final class HandleTable {
 
     static final int GEN_BITS = 20;
     static final long MAX_GENERATION = (1L << GEN_BITS) - 1;
@@ -68,7 +71,7 @@ final class HandleTable {
     static final int CHUNK_MASK = CHUNK - 1;
     /** Index 0 is never handed out; indices stay below 2^31. */
     static final int MAX_CHUNKS = 1 << (31 - CHUNK_SHIFT);
-    static final int NO_INDEX = 0;
+    public static final int NO_INDEX = 0;
 
     private static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
 
@@ -251,11 +254,11 @@ final class HandleTable {
     // ---- index lists -------------------------------------------------------------
 
     /** Link of an index in whatever list holds it (free list, limbo, a size class's cache). */
-    int link(int index) {
+    public int link(int index) {
         return chunks[index >>> CHUNK_SHIFT].link[index & CHUNK_MASK];
     }
 
-    void setLink(int index, int next) {
+    public void setLink(int index, int next) {
         chunks[index >>> CHUNK_SHIFT].link[index & CHUNK_MASK] = next;
     }
 
@@ -265,7 +268,7 @@ final class HandleTable {
      *
      * @throws OutOfMemoryError if the table cannot grow
      */
-    synchronized int takeIndices(int n) {
+    public synchronized int takeIndices(int n) {
         if (freeCount < n) {
             addChunk();
         }
@@ -285,7 +288,7 @@ final class HandleTable {
     }
 
     /** Returns a list of killed indices whose blocks were released; retires those whose generation ran out. */
-    synchronized void giveIndices(int head) {
+    public synchronized void giveIndices(int head) {
         for (int i = head; i != NO_INDEX;) {
             int next = link(i);
             if (exhausted(stateAcquire(i))) {

@@ -27,10 +27,13 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * chain it took are visible to it. Stripes are independent: a round drains
  * them one after the other, all before its epoch change, so every entry a
  * round drains was killed before that change, as with one word.
+ *
+ * <p>Public, with the members its jcstress test needs (the stress module's
+ * {@code LimboPushDrainTest}); the module does not export this package.
  */
-final class Limbo {
+public final class Limbo {
 
-    static final int STRIPES = 4;
+    public static final int STRIPES = 4;
     /** Words apart of two stripes: 64 bytes, a cache line each. */
     private static final int SPACING = 8;
     private static final long MAX_UNITS = 0xFFFF_FFFFL;
@@ -38,7 +41,7 @@ final class Limbo {
     private final HandleTable table;
     private final AtomicLongArray words = new AtomicLongArray(STRIPES * SPACING);
 
-    Limbo(HandleTable table) {
+    public Limbo(HandleTable table) {
         this.table = table;
     }
 
@@ -53,7 +56,7 @@ final class Limbo {
     }
 
     /** {@link #push(int, long)} on stripe {@code stripe} (tests make two threads share one). */
-    long push(int stripe, int index, long size) {
+    public long push(int stripe, int index, long size) {
         int at = stripe * SPACING;
         long units = Math.max((size + 15) >>> 4, 1);
         for (;;) {
@@ -75,7 +78,7 @@ final class Limbo {
         return units;
     }
 
-    boolean isEmpty() {
+    public boolean isEmpty() {
         for (int s = 0; s < STRIPES; s++) {
             if (words.get(s * SPACING) != 0) {
                 return false;
@@ -85,7 +88,7 @@ final class Limbo {
     }
 
     /** Takes every stripe whole: {@code heads[s]} is the top of stripe s's chain ({@link HandleTable#NO_INDEX} if empty). */
-    void drain(int[] heads) {
+    public void drain(int[] heads) {
         for (int s = 0; s < STRIPES; s++) {
             heads[s] = (int) words.getAndSet(s * SPACING, 0);
         }

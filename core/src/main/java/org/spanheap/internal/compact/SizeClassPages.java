@@ -170,4 +170,17 @@ final class SizeClassPages {
         }
         return best;
     }
+
+    /** {@return whether a class has more than {@code goal} not-full pages} Racy reads: a hint, rounds re-check under the locks. */
+    static boolean anyOver(SizeClassPages[] classes, int goal) {
+        if (goal == Integer.MAX_VALUE) {
+            return false;
+        }
+        for (SizeClassPages c : classes) {
+            if (c.notFullCount() > goal) {
+                return true;
+            }
+        }
+        return false;
+    }
 }

@@ -13,14 +13,14 @@ final class CompactHeaps {
      * Reclaims on every free in the freeing thread (no background thread), so
      * that a freed block and its handle index are reusable as soon as the free returns.
      */
-    static final CompactingHeap HEAP = CompactingHeap.builder().kappa(1).reclaimBatchBytes(0).build();
+    static final CompactingHeap HEAP = CompactingHeap.builder().notFullPagesPerClass(1).reclaimBatchBytes(0).build();
 
     /**
      * The default set-up: frees batched (a batch of 64 bytes, so rounds are
      * frequent) and reclaimed by the background thread, whose rounds race with
      * the actors.
      */
-    static final CompactingHeap BATCHED = CompactingHeap.builder().kappa(1).reclaimBatchBytes(64).build();
+    static final CompactingHeap BATCHED = CompactingHeap.builder().notFullPagesPerClass(1).reclaimBatchBytes(64).build();
 
     private CompactHeaps() {
     }

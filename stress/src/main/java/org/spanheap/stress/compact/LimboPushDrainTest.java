@@ -1,4 +1,4 @@
-package org.spanheap.internal.compact;
+package org.spanheap.stress.compact;
 
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Arbiter;
@@ -8,6 +8,8 @@ import org.openjdk.jcstress.annotations.JCStressTest;
 import org.openjdk.jcstress.annotations.Outcome;
 import org.openjdk.jcstress.annotations.State;
 import org.openjdk.jcstress.infra.results.II_Result;
+import org.spanheap.internal.compact.HandleTable;
+import org.spanheap.internal.compact.Limbo;
 
 /**
  * The compacting heap's limbo ({@link Limbo}): two frees push on one stripe (the

@@ -1,0 +1,231 @@
+package org.spanheap.internal.compact;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+
+/**
+ * Evacuation of sparse pages, one round's worth: plans moves of live blocks
+ * from the least used not-full pages of the classes over their bound into the
+ * fullest not-full pages of the same class ({@link #plan}), marking each entry
+ * MOVING and reserving its target slot; after the round has closed the epoch
+ * that could reach the blocks, copies them, publishes the new addresses and
+ * releases the old slots ({@link #execute}). Used by the round's thread only
+ * (under the heap's round lock); each class's pages are touched under that
+ * class's lock.
+ */
+final class Evacuation {
+
+    private final HandleTable table;
+    private final SizeClassPages[] classes;
+    /** ι: the most bytes one round moves (at least one block). */
+    private final long maxBytes;
+    private final EmptiedPages emptied;
+
+    /** The planned moves: entry, source page and slot, target page and slot. */
+    private int count;
+    private int[] mvIndex = new int[64], mvSrcSlot = new int[64], mvDstSlot = new int[64];
+    private Page[] mvSrc = new Page[64], mvDst = new Page[64];
+    /** Blocks moved so far (read by statistics: a plain long read racily is a hint). */
+    long movedBlocks;
+
+    Evacuation(HandleTable table, SizeClassPages[] classes, long maxBytes, EmptiedPages emptied) {
+        this.table = table;
+        this.classes = classes;
+        this.maxBytes = maxBytes;
+        this.emptied = emptied;
+    }
+
+    /** {@return the moves planned and not yet executed} */
+    int count() {
+        return count;
+    }
+
+    /**
+     * Plans moves: per class over {@code goal}, live blocks of its least used
+     * not-full pages go to its fullest not-full pages; at most {@link #maxBytes} (ι) in
+     * all (at least one block). Marks the entries MOVING and reserves the
+     * target slots. Returns the planned bytes.
+     *
+     * <p>Per class the not-full pages are sorted once by use (fullest first):
+     * targets are taken from the front, sources from the back, so a round over
+     * a class with n not-full pages costs O(n log n), not a scan per move (a
+     * size-mix shift leaves hundreds of not-full pages in a class).
+     */
+    long plan(int goal, long minAge, int maxSourceUse) {
+        long bytes = 0;
+        count = 0;
+        for (SizeClassPages c : classes) {
+            if (bytes >= maxBytes) {
+                break;
+            }
+            if (c.notFullCount() <= goal || c.notFullCount() < 2) {
+                continue;
+            }
+            c.lock.lock();
+            try {
+                int n = c.notFullCount();
+                if (n <= goal) {
+                    continue;
+                }
+                sortFullestFirst(c, n);
+                int front = 0, back = n - 1, sources = 0;
+                Page dst = candidates[front];
+                long now = System.nanoTime();
+                while (front < back && n - sources > goal && bytes < maxBytes) {
+                    Page src = candidates[back];
+                    if (src.used * 100L > (long) src.owner.length * maxSourceUse) {
+                        break; // the pages left are fuller still: too many bytes moved per page freed
+                    }
+                    if (now - src.notFullSince < minAge) {
+                        back--; // its holes are recent: its other objects may die soon too, moving them is waste
+                        continue;
+                    }
+                    src.evacuating = true; // allocation avoids it until the round re-files it
+                    int movesBefore = count;
+                    for (int slot = 0; slot < src.owner.length; slot++) {
+                        int index = src.owner[slot];
+                        if (index < 0) {
+                            continue;
+                        }
+                        while (dst.isFull() && front < back) {
+                            dst = candidates[++front];
+                        }
+                        if (front >= back || (count > 0 && bytes + c.blockSize > maxBytes)) {
+                            break;
+                        }
+                        // not LIVE: freed (in limbo) or not yet published by its allocator; both stay
+                        if (!table.markMoving(index)) {
+                            continue;
+                        }
+                        add(index, src, slot, dst, dst.take(index));
+                        bytes += c.blockSize;
+                    }
+                    if (count == movesBefore) {
+                        src.evacuating = false; // nothing movable in it (freed or unpublished blocks only)
+                    }
+                    sources++;
+                    back--;
+                }
+                Arrays.fill(candidates, 0, n, null);
+            } finally {
+                c.lock.unlock();
+            }
+        }
+        return bytes;
+    }
+
+    private Page[] candidates = new Page[64];
+    /** Scratch for {@link #sortFullestFirst}: the class's not-full pages in their list order. */
+    private Page[] unsorted = new Page[64];
+    private int[] usedCount = new int[64];
+
+    /**
+     * Puts the class's {@code n} not-full pages into {@code candidates[0..n)}, fullest first
+     * (ties in list order), by counting sort on their use: a page holds few slots, so this is
+     * O(n + slots) with no comparator. {@code Arrays.sort} with one was TimSort, which C2
+     * recompiled again and again as the rounds' inputs changed (uncommon traps in
+     * {@code mergeLo}/{@code mergeHi}: about 20 recompilations in a 10-second churn), compile
+     * time taken from the mutators on a small machine. Caller holds the class's lock.
+     */
+    private void sortFullestFirst(SizeClassPages c, int n) {
+        if (candidates.length < n) {
+            int len = Math.max(n, candidates.length * 2);
+            candidates = new Page[len];
+            unsorted = new Page[len];
+        }
+        int max = 0;
+        for (int i = 0; i < n; i++) {
+            Page p = c.notFullAt(i);
+            unsorted[i] = p;
+            max = Math.max(max, p.used);
+        }
+        if (usedCount.length < max + 2) {
+            usedCount = new int[Math.max(max + 2, usedCount.length * 2)];
+        }
+        int[] count = usedCount;
+        Arrays.fill(count, 0, max + 2, 0);
+        for (int i = 0; i < n; i++) {
+            count[max - unsorted[i].used + 1]++;   // key 0 = fullest
+        }
+        for (int k = 1; k <= max + 1; k++) {
+            count[k] += count[k - 1];              // count[key] = first position of key
+        }
+        for (int i = 0; i < n; i++) {
+            Page p = unsorted[i];
+            candidates[count[max - p.used]++] = p;
+        }
+        Arrays.fill(unsorted, 0, n, null);
+    }
+
+    void add(int index, Page src, int srcSlot, Page dst, int dstSlot) {
+        if (count == mvIndex.length) {
+            int m = count * 2;
+            mvIndex = Arrays.copyOf(mvIndex, m);
+            mvSrcSlot = Arrays.copyOf(mvSrcSlot, m);
+            mvDstSlot = Arrays.copyOf(mvDstSlot, m);
+            mvSrc = Arrays.copyOf(mvSrc, m);
+            mvDst = Arrays.copyOf(mvDst, m);
+        }
+        mvIndex[count] = index;
+        mvSrc[count] = src;
+        mvSrcSlot[count] = srcSlot;
+        mvDst[count] = dst;
+        mvDstSlot[count] = dstSlot;
+        count++;
+    }
+
+    /**
+     * Copies the planned blocks (the epoch that could reach them is closed, and
+     * their entries are MOVING), publishes them, releases their old slots.
+     * A block freed while it moved keeps its old place for the free's limbo
+     * entry; its reserved target slot is given back instead.
+     */
+    long execute() {
+        long moved = 0;
+        int n = count;
+        for (int k = 0; k < n; k++) {
+            long size = HandleTable.size(table.stateAcquire(mvIndex[k]));
+            MemorySegment.copy(OsMemory.RAW, mvSrc[k].addressOf(mvSrcSlot[k]), OsMemory.RAW,
+                    mvDst[k].addressOf(mvDstSlot[k]), size);
+        }
+        for (int k = 0; k < n;) {
+            SizeClassPages c = mvSrc[k].sizeClass;
+            c.lock.lock();
+            try {
+                for (; k < n && mvSrc[k].sizeClass == c; k++) {
+                    Page src = mvSrc[k], dst = mvDst[k];
+                    if (table.publishMoved(mvIndex[k], dst.addressOf(mvDstSlot[k]), dst)) {
+                        src.release(mvSrcSlot[k]);
+                        moved += c.blockSize;
+                        movedBlocks++;
+                    } else {
+                        dst.release(mvDstSlot[k]); // freed while moving: the target slot goes back
+                        if (dst.used == 0 && dst.pagePos >= 0) {
+                            c.removePage(dst);
+                            emptied.add(dst);
+                        }
+                    }
+                    src.evacuating = false;
+                    if (dst.pagePos >= 0) {
+                        c.refile(dst);
+                    }
+                    if (src.used == 0) {
+                        if (src.pagePos >= 0) {
+                            c.removePage(src);
+                            emptied.add(src);
+                        }
+                    } else {
+                        c.refile(src);
+                    }
+                    mvSrc[k] = null;
+                    mvDst[k] = null;
+                }
+            } finally {
+                c.lock.unlock();
+            }
+            emptied.giveBack();
+        }
+        count = 0;
+        return moved;
+    }
+}
