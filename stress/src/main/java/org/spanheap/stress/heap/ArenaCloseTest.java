@@ -1,4 +1,7 @@
-package org.spanheap;
+package org.spanheap.stress.heap;
+
+import org.spanheap.HeapStats;
+import org.spanheap.SpanHeap;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -1,4 +1,6 @@
-package org.spanheap;
+package org.spanheap.stress.heap;
+
+import org.spanheap.SpanHeap;
 
 /**
  * The closer's and the arbiter's parts of the jcstress tests in which a heap's close races

@@ -1,4 +1,6 @@
-package org.spanheap;
+package org.spanheap.stress.heap;
+
+import org.spanheap.SpanHeap;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;

@@ -1,4 +1,6 @@
-package org.spanheap;
+package org.spanheap.stress.heap;
+
+import org.spanheap.SpanHeap;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
