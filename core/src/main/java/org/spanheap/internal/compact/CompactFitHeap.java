@@ -127,11 +127,6 @@ public final class CompactFitHeap {
     private volatile long epochNumber;
     /** The number of the last closed epoch, -1 before the first close; written after the close (volatile). */
     private volatile long closedThrough = -1;
-    /**
-     * Set by an owner whose deferred frees wait for an epoch change (cleared by the change):
-     * the background thread changes the epoch even with nothing else to do. Volatile.
-     */
-    private volatile boolean epochWanted;
     /** Thread-owned pages of the small classes; every class is lane-allocated without the background thread. */
     private final PageOwnership ownership;
     private volatile boolean closed;
@@ -633,17 +628,6 @@ public final class CompactFitHeap {
         }
     }
 
-    /** Asks the background thread for an epoch change, so that deferred frees become reusable. */
-    void requestEpoch() {
-        if (!epochWanted) {
-            epochWanted = true;
-            Compactor k = compactor;
-            if (k != null) {
-                k.wake();
-            }
-        }
-    }
-
     long epochNumber() {
         return epochNumber;
     }
@@ -737,7 +721,7 @@ public final class CompactFitHeap {
      */
     boolean hasWork(boolean idle) {
         boolean rest = idle ? pacing.restDueOnIdleTick(operations()) : pacing.restPassGoesOn(operations());
-        return epochWanted || limbo.pendingUnits() << 4 >= batchBytes || (idle && !limbo.isEmpty()) || pacing.compactionDue() || rest;
+        return limbo.pendingUnits() << 4 >= batchBytes || (idle && !limbo.isEmpty()) || pacing.compactionDue() || rest;
     }
 
     /** Objects allocated plus objects released so far: racy reads of the counters, a hint of activity. */
@@ -780,9 +764,6 @@ public final class CompactFitHeap {
         limbo.drain(freed); // volatile: the pushers' links are visible
         long planned = goal == Integer.MAX_VALUE ? 0 : evacuation.plan(goal, minAge, maxSourceUse);
         if (LimboRelease.isEmpty(freed) && evacuation.count() == 0) {
-            if (epochWanted) {
-                advanceEpoch(EpochChangeEvent.RECLAIM); // only owners' deferred frees wait for it
-            }
             return 0;
         }
         MemoryReleaseEvent release = new MemoryReleaseEvent();
@@ -835,7 +816,6 @@ public final class CompactFitHeap {
      * close's nanoseconds. {@code reason} is one of {@link EpochChangeEvent}'s.
      */
     private long advanceEpoch(String reason) {
-        epochWanted = false; // before the change: a request made after this read gets another
         Epoch old = epoch;
         Epoch next = new Epoch(old.number + 1);
         epoch = next;

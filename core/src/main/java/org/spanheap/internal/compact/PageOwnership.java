@@ -100,9 +100,9 @@ final class PageOwnership {
      * The owner's page of class {@code cls} with a free slot. Its current page, after
      * collecting what became reusable if it had none; else its waiting page (the one it
      * filled before) if an epoch change made room there, the two swapping roles; else the
-     * waiting page is given up, the full current page waits in its place (an epoch change
-     * asked for, so that its deferred frees are reusable by the time the next page fills),
-     * and another page is adopted.
+     * waiting page is given up, the full current page waits in its place (its deferred frees
+     * are reusable if any round changes the epoch while the next page fills), and another
+     * page is adopted.
      */
     Page pageWithRoom(ThreadPages t, int cls) {
         Page p = t.pages[cls];
@@ -120,7 +120,6 @@ final class PageOwnership {
                 if (w.hasFree()) {
                     t.pages[cls] = w;
                     t.waiting[cls] = p;
-                    heap.requestEpoch();
                     return w;
                 }
                 t.waiting[cls] = null;
@@ -128,7 +127,6 @@ final class PageOwnership {
             }
             t.pages[cls] = null;
             t.waiting[cls] = p;
-            heap.requestEpoch();
         }
         return adopt(t, cls);
     }
