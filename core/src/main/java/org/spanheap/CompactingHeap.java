@@ -67,12 +67,18 @@ import org.spanheap.internal.compact.CompactFitHeap;
  * <p>This class is thread-safe.
  *
  * @implNote {@link #segment}, {@link #read}, {@link #write}, {@link #size}:
- * lock-free, O(1) (two volatile loads, one acquire load, one slice); they wait
+ * lock-free, O(1) (three volatile loads, two acquire loads, one slice); they wait
  * only while the object itself is being moved (at most one round).
- * {@link #allocate(long)}: the lock of a lane of the object's size class
- * (the thread's own, or another that is free) for a few field updates, then
- * the zeroing or copy without it; large objects add a {@code mmap}.
- * {@link #free}: lock-free, two CASes and an atomic add; no handshake unless
+ * {@link #allocate(long)}: with the background thread, a small object (its
+ * class's page holds at least 64 blocks) from a platform thread comes from a
+ * page that thread owns, without a lock; otherwise the lock of a lane of the
+ * object's size class (the thread's own, or another that is free) for a few
+ * field updates; then the zeroing or copy without it; large objects add a
+ * {@code mmap}. Each platform thread that allocates small objects keeps one
+ * page per size class it uses outside the not-full page bound, until it ends
+ * or calls {@link #compact()}, {@link #trim()} or {@link #stats()}.
+ * {@link #free}: lock-free: one CAS, then a plain push for an object in a page
+ * the caller owns, else a CAS; no handshake unless
  * the background thread has fallen behind (two batches of freed bytes wait):
  * then the freeing thread waits for the round in progress and runs one itself
  * if that was not enough. This bounds the memory waiting for reuse when

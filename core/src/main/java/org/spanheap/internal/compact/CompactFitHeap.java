@@ -18,13 +18,17 @@ import org.spanheap.internal.Zeroing;
  *
  * <h2>Who does what</h2>
  * <ul>
- * <li><b>Allocate</b> (any thread): under the lock of one allocation lane of
- *     the object's size class only, takes a slot and a handle index; fills the
- *     block outside the lock; publishes the entry. Classes never wait for each
- *     other, nor do lanes.</li>
- * <li><b>Free</b> (any thread, no lock): kills the entry (one CAS), pushes its
- *     index on its thread's stripe of the lock-free <em>limbo</em>. The block stays untouched
- *     until an epoch change makes it unreachable.</li>
+ * <li><b>Allocate</b> (any thread): a small object from a platform thread,
+ *     with the background thread on, takes a slot of the page the thread owns
+ *     and an index of its magazine without a lock ({@link PageOwnership});
+ *     otherwise under the lock of one allocation lane of the object's size
+ *     class only. Fills the block outside any lock; publishes the entry.
+ *     Classes never wait for each other, nor do lanes.</li>
+ * <li><b>Free</b> (any thread, no lock): kills the entry (one CAS); then a
+ *     plain push on the page's deferred frees if the caller owns the page, a
+ *     CAS push on its thread-free list if another thread does, else a push of
+ *     the index on its thread's stripe of the lock-free <em>limbo</em>. The
+ *     block stays untouched until an epoch change makes it unreachable.</li>
  * <li><b>Rounds</b> (one at a time, under {@link #roundLock}; run by the
  *     {@link Compactor} thread, by {@code compact()}, or by a freeing thread
  *     when frees reclaim at once or the compactor has fallen far behind): one
@@ -39,7 +43,9 @@ import org.spanheap.internal.Zeroing;
  * background thread compacts, and from which pages), {@link Evacuation} (a
  * round's moves), {@link LargeObjects} (objects above the size classes),
  * {@link Limbo} and {@link ReleasePiece} (frees waiting for an epoch change,
- * and their release), {@link EmptiedPages} (pages given back after a round).
+ * and their release), {@link EmptiedPages} (pages given back after a round),
+ * {@link PageOwnership} with {@link ThreadPages}, {@link RemoteFrees} and
+ * {@link DeferredSlots} (thread-owned pages).
  * This class holds the access path, allocation, the round and the epochs.
  *
  * <h2>Access protocol (epochs)</h2>
@@ -112,6 +118,17 @@ public final class CompactFitHeap {
 
     /** The current epoch's universe; a resolve reads it first (volatile). */
     private volatile MemorySegment universe;
+    /**
+     * The current epoch's number, written before its universe (volatile). A free reads it after
+     * its kill to tag a deferred slot: a reader that resolved the object before the kill read a
+     * universe of that epoch or an earlier one (the kill, this read, the epoch's publication and
+     * the reader's loads of universe and state are all volatile, so they are totally ordered).
+     */
+    private volatile long epochNumber;
+    /** The number of the last closed epoch, -1 before the first close; written after the close (volatile). */
+    private volatile long closedThrough = -1;
+    /** Thread-owned pages of the small classes; every class is lane-allocated without the background thread. */
+    private final PageOwnership ownership;
     private volatile boolean closed;
     /**
      * The heap's name in JFR events: generated from its tag, or the MXBean name once one is
@@ -175,6 +192,11 @@ public final class CompactFitHeap {
         this.batchBytes = reclaimBatchBytes;
         this.universe = epoch.universe;
         this.name = "CompactingHeap-" + table.tag();
+        boolean[] owned = new boolean[sizes.count()];
+        for (int c = 0; c < sizes.count(); c++) {
+            owned[c] = startThread && reclaimBatchBytes > 0 && pageSize / sizes.blockSize(c) >= OWNED_MIN_BLOCKS;
+        }
+        this.ownership = new PageOwnership(this, table, source, limbo, classes, firstLane, owned);
         if (startThread && reclaimBatchBytes > 0) {
             compactor = new Compactor(this);
             compactor.start();
@@ -272,7 +294,10 @@ public final class CompactFitHeap {
         // itself gets it scalar-replaced by C2 (no object per access). A return of the slow
         // path's own slice would merge two allocations and make every resolve allocate.
         for (int spins = 0;; spins++) {
-            // the universe (volatile), the table (volatile), the state (acquire), the address
+            // the universe (volatile), the table (volatile), the state (volatile: ordered after the
+            // universe and against a free's kill and epoch read, see epochNumber), the address
+            // (acquire), the state again (acquire): an entry killed and reused between the two
+            // state loads changed its generation, so the address of a newer object is never used
             MemorySegment u = universe;
             long[][] words = table.words();
             int index = (int) handle;
@@ -280,9 +305,12 @@ public final class CompactFitHeap {
             if (chunk < words.length) {
                 long[] w = words[chunk];
                 int o = HandleTable.wordOf(index);
-                long st = HandleTable.stateAcquire(w, o);
+                long st = HandleTable.stateVolatile(w, o);
                 if ((st & ~HandleTable.SIZE_MASK) == table.expectedState(handle)) {
-                    return u.asSlice(w[o + 1], st & HandleTable.SIZE_MASK);
+                    long address = HandleTable.addressIfUnchanged(w, o, st);
+                    if (address != -1) {
+                        return u.asSlice(address, st & HandleTable.SIZE_MASK);
+                    }
                 }
             }
             awaitResolvable(handle, spins);
@@ -341,7 +369,14 @@ public final class CompactFitHeap {
         if (size > sizes.maxSmall()) {
             return allocateLarge(size, contents, init);
         }
-        SizeClassPages c = lockLane(sizes.classOf(size));
+        int cls = sizes.classOf(size);
+        if (ownership.owns(cls)) {
+            ThreadPages t = ownership.mine();
+            if (t != null) {
+                return allocateOwned(t, cls, size, contents, init);
+            }
+        }
+        SizeClassPages c = lockLane(cls);
         Page p;
         int index, slot;
         try {
@@ -372,6 +407,42 @@ public final class CompactFitHeap {
             fill(address, size, contents, init);
         } catch (RuntimeException | Error e) {
             abandon(c, p, slot, index, size);
+            throw e;
+        }
+        table.publishLive(index, address, size, p);
+        return table.handleOf(index);
+    }
+
+    /**
+     * Blocks per page from which a class allocates from thread-owned pages (with a background
+     * thread): a page kept by each thread is a small share of such a class's memory.
+     */
+    static final int OWNED_MIN_BLOCKS = 64;
+
+    /**
+     * Allocation from the calling thread's own page of class {@code cls}, without a lock: a
+     * slot of the page and an index of the thread's magazine; the fill and the publication as
+     * in {@link #allocate}.
+     */
+    private long allocateOwned(ThreadPages t, int cls, long size, MemorySegment contents,
+            Consumer<? super MemorySegment> init) {
+        checkOpen();
+        Page p = ownership.pageWithRoom(t, cls);
+        int index = t.takeIndex(table, cls);
+        int slot = p.take(index);
+        t.allocated++;
+        t.allocatedBytes += size;
+        // the slot is ours and unpublished: no round moves or reuses it (the page is owned)
+        long address = p.addressOf(slot);
+        try {
+            fill(address, size, contents, init);
+        } catch (RuntimeException | Error e) {
+            if (p.ownerPages == t) { // still ours (a give-up by a heap closing meanwhile is the only other case)
+                p.release(slot);
+            }
+            t.putIndex(table, cls, index);
+            t.allocated--;
+            t.allocatedBytes -= size;
             throw e;
         }
         table.publishLive(index, address, size, p);
@@ -416,16 +487,27 @@ public final class CompactFitHeap {
             if (closed) {
                 return;
             }
-            p.release(slot);
-            c.liveBlocks--;
-            c.allocated--;
-            c.allocatedBytes -= size;
-            c.refile(p);
-            table.setLink(index, c.indexHead);
-            c.indexHead = index;
-            c.indexCount++;
+            if (p.ownerPages == null) {
+                p.release(slot);
+                c.liveBlocks--;
+                c.allocated--;
+                c.allocatedBytes -= size;
+                c.refile(p);
+                table.setLink(index, c.indexHead);
+                c.indexHead = index;
+                c.indexCount++;
+                return;
+            }
         } finally {
             c.lock.unlock();
+        }
+        // a thread adopted the page during the fill: its slots are the owner's now, so the block
+        // leaves through a free (a kill, then the page's thread-free list), as any other
+        table.publishLive(index, p.addressOf(slot), size, p);
+        try {
+            free(table.handleOf(index));
+        } catch (IllegalStateException e) {
+            // closed meanwhile: its memory went with the heap
         }
     }
 
@@ -522,10 +604,49 @@ public final class CompactFitHeap {
         } catch (StaleHandleException e) {
             throw closed ? closedException() : e;
         }
-        long pending = limbo.push((int) handle, HandleTable.size(state));
+        int index = (int) handle;
+        if ((state & HandleTable.MOVING) == 0) { // not moving: its page and address are final (HandleTable#publishMoved)
+            Page p = table.pageOf(index);
+            if (p != null) {
+                ThreadPages o = p.ownerPages; // plain: names this thread only if it owns the page (PageOwnership)
+                if (o != null && o.thread == Thread.currentThread()) {
+                    ownership.deferFree(p, index, HandleTable.size(state));
+                    return;
+                }
+                if (p.remoteFree.push(table, index)) {
+                    return; // the owner reclaims it
+                }
+            }
+        }
+        limboPushed(limbo.push(index, HandleTable.size(state)));
+    }
+
+    /** After a push on the limbo that left {@code pending} units there: reclaim if a batch is full. */
+    void limboPushed(long pending) {
         if (pending << 4 >= batchBytes) {
             reclaimPressure(pending << 4);
         }
+    }
+
+    long epochNumber() {
+        return epochNumber;
+    }
+
+    long closedThrough() {
+        return closedThrough;
+    }
+
+    /**
+     * Gives up the calling thread's owned pages and those of terminated threads, so that a
+     * call that compacts or reports the heap sees every free of theirs in the limbo; {@return
+     * whether that pushed frees on the limbo}. Caller holds no lock.
+     */
+    private boolean settleOwnedPages() {
+        if (closed) {
+            return false; // the caller throws: the heap is closed
+        }
+        boolean pushed = ownership.giveUpMine() > 0;
+        return ownership.adoptDeadThreads() | pushed;
     }
 
     /** Enough freed bytes wait: reclaim now (no batching), wake the compactor, or help it. */
@@ -583,6 +704,9 @@ public final class CompactFitHeap {
      * whether it ran one. {@code idle}: the thread woke from its idle wait, not from a free.
      */
     boolean backgroundTick(boolean idle) {
+        if (idle) {
+            ownership.adoptDeadThreads();
+        }
         if (hasWork(idle)) {
             backgroundRound();
             return true;
@@ -602,7 +726,7 @@ public final class CompactFitHeap {
 
     /** Objects allocated plus objects released so far: racy reads of the counters, a hint of activity. */
     private long operations() {
-        long n = large.allocated + large.released;
+        long n = large.allocated + large.released + ownership.operations();
         for (SizeClassPages c : classes) {
             n += c.allocated + c.released;
         }
@@ -695,11 +819,13 @@ public final class CompactFitHeap {
         Epoch old = epoch;
         Epoch next = new Epoch(old.number + 1);
         epoch = next;
+        epochNumber = next.number; // volatile, before the universe: see epochNumber
         universe = next.universe; // volatile: MOVING marks and kills before it are seen by resolves of next
         EpochChangeEvent event = new EpochChangeEvent();
         event.begin();
         long t0 = System.nanoTime();
         old.close();
+        closedThrough = old.number; // volatile, after the close: deferred slots of this epoch may be reused
         long t = System.nanoTime() - t0;
         event.end();
         if (event.shouldCommit()) {
@@ -733,6 +859,7 @@ public final class CompactFitHeap {
      * background rounds'.
      */
     public long compact() {
+        settleOwnedPages();
         roundLock.lock();
         try {
             checkOpen();
@@ -758,6 +885,7 @@ public final class CompactFitHeap {
      * committed bytes over the call, 0 if concurrent allocations made them grow.
      */
     public long trim() {
+        settleOwnedPages();
         roundLock.lock();
         try {
             checkOpen();
@@ -795,6 +923,7 @@ public final class CompactFitHeap {
      * now, in a round of its own. Returns false for a large object (they do not move).
      */
     public boolean relocate(long handle) {
+        settleOwnedPages();
         roundLock.lock();
         try {
             checkOpen();
@@ -815,6 +944,9 @@ public final class CompactFitHeap {
             c.lock.lock();
             try {
                 src = table.pageOf(index); // re-read under the lock
+                if (src.ownerPages != null) {
+                    return false; // in a page another thread owns: it moves once that thread gives it up
+                }
                 if (!table.markMoving(index)) {
                     throw new StaleHandleException(handle);
                 }
@@ -822,6 +954,7 @@ public final class CompactFitHeap {
                 if (dst == null) {
                     dst = newPage(c);
                 }
+                src.evacuating = true; // no thread adopts it before the move is done (execute clears it)
                 evacuation.add(index, src, src.slotOf(table.address(index)), dst, dst.take(index));
             } finally {
                 c.lock.unlock();
@@ -897,51 +1030,69 @@ public final class CompactFitHeap {
      * round in progress) to walk the limbo, whose objects are no longer live.
      */
     public CompactingHeapStats stats() {
+        boolean pushed = settleOwnedPages();
         roundLock.lock();
         try {
             checkOpen();
-            long pendingObjects = 0, pendingBytes = 0, pendingLarge = 0;
-            for (int s = 0; s < Limbo.STRIPES; s++) {
-                for (int i = limbo.peek(s); i != HandleTable.NO_INDEX; i = table.link(i)) {
-                    pendingObjects++;
-                    pendingBytes += HandleTable.size(table.stateAcquire(i));
-                    if (table.pageOf(i) == null) {
-                        pendingLarge++;
-                    }
-                }
+            if (pushed && compactor != null) {
+                round(Integer.MAX_VALUE, 0, BackgroundPacing.ANY_SOURCE); // reclaim what the owned pages held, as their frees would have been
             }
-            int[] notFull = new int[sizes.count()];
-            long blockBytes = 0, pages = 0, frag = 0, objects = 0, bytes = 0;
-            for (SizeClassPages c : classes) {
-                c.lock.lock();
-                try {
-                    blockBytes += c.liveBlocks * c.blockSize;
-                    pages += c.pageCount();
-                    frag += c.fragmentationBytes();
-                    notFull[c.sizeClass] += c.notFullCount();
-                    objects += c.allocated - c.released;
-                    bytes += c.allocatedBytes - c.releasedBytes;
-                } finally {
-                    c.lock.unlock();
-                }
+            synchronized (ownership) { // no terminated thread's pages half given up while we count (PageOwnership#adoptDeadThreads)
+                return countStats();
             }
-            long largeObjects, largeBytes = large.mappedBytes.get();
-            large.lock.lock();
-            try {
-                largeObjects = large.allocated - large.released;
-                objects += largeObjects;
-                bytes += large.allocatedBytes - large.releasedBytes;
-            } finally {
-                large.lock.unlock();
-            }
-            return new CompactingHeapStats(bytes - pendingBytes, objects - pendingObjects, blockBytes + largeBytes,
-                    source.committedBytes() + largeBytes + large.kept.bytes(), pages, largeObjects - pendingLarge, largeBytes,
-                    notFull, frag,
-                    pendingBytes, movedBytes, increments, epochsClosed, maxIncrementNanos, totalIncrementNanos,
-                    maxCloseNanos);
         } finally {
             roundLock.unlock();
         }
+    }
+
+    /** The statistics' count (caller holds roundLock and the ownership's monitor). */
+    private CompactingHeapStats countStats() {
+        long pendingObjects = 0, pendingBytes = 0, pendingLarge = 0;
+        for (int s = 0; s < Limbo.STRIPES; s++) {
+            for (int i = limbo.peek(s); i != HandleTable.NO_INDEX; i = table.link(i)) {
+                pendingObjects++;
+                pendingBytes += HandleTable.size(table.stateAcquire(i));
+                if (table.pageOf(i) == null) {
+                    pendingLarge++;
+                }
+            }
+        }
+        int[] notFull = new int[sizes.count()];
+        long blockBytes = 0, pages = 0, frag = 0, objects = 0, bytes = 0;
+        for (SizeClassPages c : classes) {
+            c.lock.lock();
+            try {
+                blockBytes += c.liveBlocks * c.blockSize;
+                pages += c.pageCount();
+                frag += c.fragmentationBytes();
+                notFull[c.sizeClass] += c.notFullCount();
+                objects += c.allocated - c.released;
+                bytes += c.allocatedBytes - c.releasedBytes;
+            } finally {
+                c.lock.unlock();
+            }
+        }
+        long[] owned = new long[7];
+        ownership.addCounters(owned);
+        objects += owned[0] - owned[2];
+        bytes += owned[1] - owned[3];
+        pendingObjects += owned[4];
+        pendingBytes += owned[5];
+        blockBytes += owned[6];
+        long largeObjects, largeBytes = large.mappedBytes.get();
+        large.lock.lock();
+        try {
+            largeObjects = large.allocated - large.released;
+            objects += largeObjects;
+            bytes += large.allocatedBytes - large.releasedBytes;
+        } finally {
+            large.lock.unlock();
+        }
+        return new CompactingHeapStats(bytes - pendingBytes, objects - pendingObjects, blockBytes + largeBytes,
+                source.committedBytes() + largeBytes + large.kept.bytes(), pages, largeObjects - pendingLarge, largeBytes,
+                notFull, frag,
+                pendingBytes, movedBytes, increments, epochsClosed, maxIncrementNanos, totalIncrementNanos,
+                maxCloseNanos);
     }
 
     // ---- close ------------------------------------------------------------------------
@@ -1007,7 +1158,7 @@ public final class CompactFitHeap {
         }
     }
 
-    private void checkOpen() {
+    void checkOpen() {
         if (closed) {
             throw closedException();
         }

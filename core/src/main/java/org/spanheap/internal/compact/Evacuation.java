@@ -171,6 +171,7 @@ final class Evacuation {
         mvSrcSlot[count] = srcSlot;
         mvDst[count] = dst;
         mvDstSlot[count] = dstSlot;
+        dst.movesIn++; // not adoptable until published (caller holds the class lock)
         count++;
     }
 
@@ -194,6 +195,7 @@ final class Evacuation {
             try {
                 for (; k < n && mvSrc[k].sizeClass == c; k++) {
                     Page src = mvSrc[k], dst = mvDst[k];
+                    dst.movesIn--;
                     if (table.publishMoved(mvIndex[k], dst.addressOf(mvDstSlot[k]), dst)) {
                         src.release(mvSrcSlot[k]);
                         moved += c.blockSize;

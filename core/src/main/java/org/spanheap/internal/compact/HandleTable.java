@@ -48,8 +48,9 @@ import org.spanheap.StaleHandleException;
  * (compaction round) race on the same state word; whoever loses sees the
  * other's value and acts on it.
  *
- * <p>Public, with the index-list members that the stress module's jcstress
- * test of the {@link Limbo} needs; the module does not export this package.
+ * <p>Public, with the members that the stress module's jcstress tests of the
+ * {@link Limbo}, of {@link RemoteFrees} and of index reuse need; the module
+ * does not export this package.
  */
 public final class HandleTable {
 
@@ -126,6 +127,42 @@ public final class HandleTable {
         return (long) LONGS.getAcquire(w, word);
     }
 
+    /** The state word with a volatile load (a plain load on x86; see {@code CompactFitHeap#resolve}). */
+    static long stateVolatile(long[] w, int word) {
+        return (long) LONGS.getVolatile(w, word);
+    }
+
+    /**
+     * The address of the entry whose state word {@code st} was just loaded (volatile) from
+     * {@code word}, or -1 if the state changed meanwhile: the address is loaded with acquire,
+     * then the state again, so an address that a kill and a reuse wrote after {@code st}
+     * (before their release store of a state of another generation) is never returned.
+     */
+    static long addressIfUnchanged(long[] w, int word, long st) {
+        long address = (long) LONGS.getAcquire(w, word + 1);
+        return (long) LONGS.getAcquire(w, word) == st ? address : -1;
+    }
+
+    /**
+     * The address of the live, not moving object named by {@code handle}, read as a resolve
+     * reads it; -1 if the handle names none (stale, forged, moving). For the stress module's
+     * jcstress test of index reuse ({@code CompactIndexReuseVsResolveTest}).
+     */
+    public long resolveAddress(long handle) {
+        int index = (int) handle;
+        long[][] ws = words;
+        if (index <= 0 || (index >>> CHUNK_SHIFT) >= ws.length) {
+            return -1;
+        }
+        long[] w = ws[index >>> CHUNK_SHIFT];
+        int o = wordOf(index);
+        long st = stateVolatile(w, o);
+        if ((st & ~SIZE_MASK) != expectedState(handle)) {
+            return -1;
+        }
+        return addressIfUnchanged(w, o, st);
+    }
+
     /**
      * Returns the index of {@code handle} after checking that it names a live
      * entry of this table (moving or not).
@@ -167,7 +204,7 @@ public final class HandleTable {
         return (state & LIVE) != 0;
     }
 
-    long handleOf(int index) {
+    public long handleOf(int index) {
         return tag << TAG_SHIFT | ((stateAcquire(index) >>> STATE_GEN_SHIFT) << 32) | index;
     }
 
@@ -181,6 +218,11 @@ public final class HandleTable {
      * Publishes a new live object at {@code index} (taken from {@link #takeIndices}):
      * address and page first, then the state with release.
      */
+    public void publishLive(int index, long address, long size) {
+        publishLive(index, address, size, null);
+    }
+
+    /** {@link #publishLive(int, long, long)} of a block in {@code page}. */
     void publishLive(int index, long address, long size, Page page) {
         long[] w = words[index >>> CHUNK_SHIFT];
         Chunk c = chunks[index >>> CHUNK_SHIFT];
@@ -199,7 +241,7 @@ public final class HandleTable {
      *
      * @throws StaleHandleException if the handle names no live entry (double free included)
      */
-    long kill(long handle) {
+    public long kill(long handle) {
         int index = liveIndex(handle);
         long[] w = words[index >>> CHUNK_SHIFT];
         int o = wordOf(index);
@@ -242,12 +284,18 @@ public final class HandleTable {
             return false; // killed while moving: the free's limbo entry releases the old block
         }
         long old = w[o + 1];
-        w[o + 1] = address; // read only together with a LIVE state without MOVING, i.e. after the CAS
+        Page[] pages = chunks[index >>> CHUNK_SHIFT].page;
+        Page oldPage = pages[index & CHUNK_MASK];
+        // address and page before the CAS: a free whose kill reads the CAS's state (no MOVING)
+        // sees both, so it may act on the page (a thread-owned page's lists); a free that killed
+        // the entry while MOVING reads neither (it goes to the limbo) and meets the restore below
+        w[o + 1] = address;
+        pages[index & CHUNK_MASK] = page;
         if (!LONGS.compareAndSet(w, o, st, st & ~MOVING)) {
             w[o + 1] = old; // killed between the load and the CAS: the release finds the old slot by it
+            pages[index & CHUNK_MASK] = oldPage;
             return false;
         }
-        chunks[index >>> CHUNK_SHIFT].page[index & CHUNK_MASK] = page;
         return true;
     }
 

@@ -69,6 +69,23 @@ public final class Limbo {
         }
     }
 
+    /**
+     * Pushes a chain of killed indices, {@code head} to {@code tail} (linked through the
+     * table, {@code tail}'s link is rewritten), of {@code units} 16-byte units, on the calling
+     * thread's stripe in one CAS; {@return the estimate {@link #push(int, long)} returns}.
+     */
+    long pushChain(int head, int tail, long units) {
+        int at = (int) (Thread.currentThread().threadId() & (STRIPES - 1)) * SPACING;
+        for (;;) {
+            long top = words.get(at);
+            table.setLink(tail, (int) top); // plain: published by the CAS below (volatile)
+            long pending = Math.min((top >>> 32) + units, MAX_UNITS);
+            if (words.compareAndSet(at, top, pending << 32 | head)) {
+                return pending * STRIPES;
+            }
+        }
+    }
+
     /** {@return the 16-byte units in the limbo} (volatile reads of every stripe: a hint under concurrent frees) */
     long pendingUnits() {
         long units = 0;

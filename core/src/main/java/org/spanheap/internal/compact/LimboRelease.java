@@ -82,6 +82,15 @@ final class LimboRelease {
                     int i = piece.index(pos);
                     Page p = piece.page(pos);
                     long state = piece.state(pos);
+                    if (p.ownerPages != null) {
+                        // a thread adopted the page since the free: its slots are the owner's, so the
+                        // entry goes on its thread-free list (open while owned; ownership is stable
+                        // under this lock) and the owner reuses it after a later epoch closes
+                        if (!p.remoteFree.push(table, i)) {
+                            throw new AssertionError("thread-free list of an owned page closed");
+                        }
+                        continue;
+                    }
                     p.release(p.slotOf(piece.address(pos)));
                     c.liveBlocks--;
                     c.released++;

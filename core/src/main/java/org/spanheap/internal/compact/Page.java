@@ -3,7 +3,9 @@ package org.spanheap.internal.compact;
 /**
  * A page of one size class: {@code blocksPerPage} blocks of {@code blockSize}
  * bytes from {@code base}. Java-side bookkeeping only (the page's memory is
- * all user data); touched only under its size class's lock.
+ * all user data). Its slots and counts are touched under its size class's
+ * lock while no thread owns it, and by its owner alone, without a lock, while
+ * one does ({@link PageOwnership}): ownership passes only under that lock.
  *
  * <p>{@code owner[slot]} is the handle index whose block sits in that slot,
  * or, for a free slot, a negative number that links the free slots: {@code
@@ -29,6 +31,21 @@ final class Page {
     int pagePos = -1;
     /** Set while a compaction round moves blocks out of this page: allocation avoids it. */
     boolean evacuating;
+    /** Moves a round planned into this page and has not yet published: no thread may adopt it meanwhile. */
+    int movesIn;
+    /**
+     * The thread that owns this page, or null (the size class's lock guards it then). Written
+     * only under the class's lock; read without it by a freeing thread, which acts on it only
+     * when it names itself (see {@link PageOwnership}).
+     */
+    ThreadPages ownerPages;
+    /**
+     * Frees by threads other than the owner: {@link RemoteFrees#CLOSED} while no thread owns
+     * the page, else the head of a chain of killed handle indices (linked through the table).
+     */
+    final RemoteFrees remoteFree = new RemoteFrees();
+    /** The owner's frees waiting for their epoch to close (touched by the owner only); null until first owned. */
+    DeferredSlots deferred;
 
     Page(long base, SizeClassPages sizeClass) {
         this.base = base;
@@ -56,6 +73,11 @@ final class Page {
     /** {@return the slot in this page of the block at {@code address}} */
     int slotOf(long address) {
         return (int) ((address - base) / sizeClass.blockSize);
+    }
+
+    /** {@return whether a slot is free now} */
+    boolean hasFree() {
+        return freeHead >= 0;
     }
 
     /** Takes a free slot for handle index {@code index} (the page must not be full). */

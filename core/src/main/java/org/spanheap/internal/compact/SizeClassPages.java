@@ -80,7 +80,7 @@ final class SizeClassPages {
      */
     Page allocationPage() {
         Page p = current;
-        if (p != null && !p.evacuating && !p.isFull() && p.pagePos >= 0) {
+        if (p != null && !p.evacuating && !p.isFull() && p.pagePos >= 0 && p.ownerPages == null) {
             return p;
         }
         for (int i = notFullCount - 1; i >= 0; i--) {
@@ -92,6 +92,30 @@ final class SizeClassPages {
         }
         current = null;
         return null;
+    }
+
+    /**
+     * A page a thread may adopt ({@link PageOwnership}): the most recently filed not-full page
+     * that no round is emptying or filling, or null.
+     */
+    Page adoptable() {
+        for (int i = notFullCount - 1; i >= 0; i--) {
+            Page p = notFull[i];
+            if (!p.evacuating && p.movesIn == 0 && !p.isFull()) {
+                return p;
+            }
+        }
+        return null;
+    }
+
+    /** Takes an adopted page out of the not-full list and out of the lanes' allocation. */
+    void detach(Page p) {
+        if (p.notFullPos >= 0) {
+            removeNotFull(p);
+        }
+        if (current == p) {
+            current = null;
+        }
     }
 
     /** The page allocations go to while it has room (see {@link #allocationPage()}). */

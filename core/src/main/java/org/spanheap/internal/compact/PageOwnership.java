@@ -1,0 +1,378 @@
+package org.spanheap.internal.compact;
+
+import java.util.ArrayList;
+
+/**
+ * Thread-owned pages for the small size classes (those whose page holds at
+ * least {@link CompactFitHeap#OWNED_MIN_BLOCKS} blocks), as in mimalloc's
+ * free-list sharding: each platform thread owns at most one page per class
+ * ({@link ThreadPages}) and allocates from it without a lock; a free by the
+ * owner is a plain push on the page's {@link DeferredSlots}; a free by another
+ * thread is a CAS push on the page's thread-free list ({@link RemoteFrees}),
+ * which the owner takes whole when its page has no free slot. Virtual threads
+ * allocate through the class's lanes (one page per virtual thread would cost
+ * a page each).
+ *
+ * <h2>Invariants</h2>
+ * <ul>
+ * <li>A page's owner changes only under its class's lock: {@link #adopt} and
+ *     {@link #giveUp} hold it. While a page is owned, its slots, counts and
+ *     deferred frees are touched by the owner alone; rounds touch only its
+ *     thread-free list (a released limbo entry whose page is owned goes there:
+ *     see {@code LimboRelease}).</li>
+ * <li>An owned page is in no not-full list: allocation by the lanes, the
+ *     planning of moves (as source or destination) and {@code relocate} never
+ *     see it. A page a round or {@code relocate} is emptying ({@code evacuating})
+ *     or filling with planned moves ({@code movesIn > 0}) is never adopted: both
+ *     are set under the lane lock when a move is planned and cleared when it is
+ *     published, so no owner takes slots from a page whose slots a move
+ *     releases or reserves.</li>
+ * <li>A thread-free list is open exactly while the page is owned; giving the
+ *     page up closes it and pushes what it held, with the deferred frees, on
+ *     the limbo, where the next round reclaims them as any other free.</li>
+ * <li>A page's owner, read without the lock by a freeing thread, names that
+ *     thread only if it is the owner: only the owner writes its own record
+ *     away (giving up), and a thread's own writes are never hidden by older
+ *     ones. A free that reads another owner or none pushes on the thread-free
+ *     list, and the one word decides ({@link RemoteFrees}).</li>
+ * <li>A terminated thread's pages are given up by whichever thread notices its
+ *     death first ({@link #adoptDeadThreads}: the background thread on its
+ *     idle ticks, and calls such as {@code compact()}); its record leaves the
+ *     registry under this object's lock, so that happens once. The thread's
+ *     termination orders all its plain writes before that.</li>
+ * </ul>
+ */
+final class PageOwnership {
+
+    private final CompactFitHeap heap;
+    private final HandleTable table;
+    private final PageReserve source;
+    private final Limbo limbo;
+    private final SizeClassPages[] lanes;
+    private final int[] firstLane;
+    private final boolean[] owned;
+    private final ThreadLocal<ThreadPages> local = new ThreadLocal<>();
+    /** Every live record (guarded by this), and the counters of records whose thread ended. */
+    private final ArrayList<ThreadPages> records = new ArrayList<>();
+    private long endedAllocated, endedAllocatedBytes, endedReleased, endedReleasedBytes;
+
+    PageOwnership(CompactFitHeap heap, HandleTable table, PageReserve source, Limbo limbo, SizeClassPages[] lanes,
+            int[] firstLane, boolean[] owned) {
+        this.heap = heap;
+        this.table = table;
+        this.source = source;
+        this.limbo = limbo;
+        this.lanes = lanes;
+        this.firstLane = firstLane;
+        this.owned = owned;
+    }
+
+    /** {@return whether class {@code cls} allocates from thread-owned pages} */
+    boolean owns(int cls) {
+        return owned[cls];
+    }
+
+    /** {@return the calling thread's record, made on its first call; null for a virtual thread} */
+    ThreadPages mine() {
+        ThreadPages t = local.get();
+        if (t == null) {
+            Thread me = Thread.currentThread();
+            if (me.isVirtual()) {
+                return null;
+            }
+            t = new ThreadPages(me, owned.length);
+            synchronized (this) {
+                records.add(t);
+            }
+            local.set(t);
+        }
+        return t;
+    }
+
+    /** {@return the calling thread's record if it has one, without making one} */
+    private ThreadPages mineIfAny() {
+        return local.get();
+    }
+
+    // ---- the owner's side ---------------------------------------------------------
+
+    /**
+     * The owner's page of class {@code cls} with a free slot. Its current page, after
+     * collecting what became reusable if it had none; else its waiting page (the one it
+     * filled before) if an epoch change made room there, the two swapping roles; else the
+     * waiting page is given up, the full current page waits in its place (its deferred frees
+     * are reusable if any round changes the epoch while the next page fills), and another
+     * page is adopted.
+     */
+    Page pageWithRoom(ThreadPages t, int cls) {
+        Page p = t.pages[cls];
+        if (p != null) {
+            if (p.hasFree()) {
+                return p;
+            }
+            collect(t, cls, p);
+            if (p.hasFree()) {
+                return p;
+            }
+            Page w = t.waiting[cls];
+            if (w != null) {
+                collect(t, cls, w);
+                if (w.hasFree()) {
+                    t.pages[cls] = w;
+                    t.waiting[cls] = p;
+                    return w;
+                }
+                t.waiting[cls] = null;
+                heap.limboPushed(giveUp(w));
+            }
+            t.pages[cls] = null;
+            t.waiting[cls] = p;
+        }
+        return adopt(t, cls);
+    }
+
+    /** The owner's free of {@code index} (killed, {@code size} bytes) in its own page {@code p}: deferred by epoch. */
+    void deferFree(Page p, int index, long size) {
+        table.setLink(index, HandleTable.NO_INDEX);
+        p.deferred.add(table, index, index, 1, size, heap.epochNumber()); // read after the kill: see DeferredSlots
+    }
+
+    /**
+     * The owner collects: takes its thread-free list (tagged with the epoch current after the
+     * take), then reuses every deferred slot and index whose epoch has closed.
+     */
+    private void collect(ThreadPages t, int cls, Page p) {
+        DeferredSlots d = p.deferred;
+        int remote = p.remoteFree.takeAll();
+        if (remote != HandleTable.NO_INDEX) {
+            int n = 0, tail = remote;
+            long bytes = 0;
+            for (int i = remote; i != HandleTable.NO_INDEX; i = table.link(i)) {
+                n++;
+                bytes += HandleTable.size(table.stateAcquire(i));
+                tail = i;
+            }
+            d.add(table, remote, tail, n, bytes, heap.epochNumber());
+        }
+        int chain = d.takeReusable(table, heap.closedThrough());
+        for (int i = chain; i != HandleTable.NO_INDEX;) {
+            int next = table.link(i);
+            long state = table.stateAcquire(i);
+            p.release(p.slotOf(table.address(i))); // an owned page's entries never move
+            t.released++;
+            t.releasedBytes += HandleTable.size(state);
+            if (HandleTable.exhausted(state)) {
+                table.retire(); // its generation ran out: never reused
+            } else {
+                t.putIndex(table, cls, i);
+            }
+            i = next;
+        }
+        if (t.indexCount[cls] > ThreadPages.MAGAZINE_CAP) {
+            t.trimMagazine(table, cls, ThreadPages.MAGAZINE_CAP / 2);
+        }
+    }
+
+    /** Takes a page of class {@code cls} for {@code t}: a not-full page of its lane, else a new one. */
+    private Page adopt(ThreadPages t, int cls) {
+        int base = firstLane[cls];
+        int n = firstLane[cls + 1] - base;
+        SizeClassPages c = lanes[base + (int) Long.remainderUnsigned(t.thread.threadId(), n)];
+        Page p;
+        c.lock.lock();
+        try {
+            heap.checkOpen();
+            p = c.adoptable();
+            if (p == null) {
+                p = new Page(source.allocatePage(), c);
+                c.addPage(p);
+            } else {
+                c.detach(p);
+            }
+            c.liveBlocks -= p.used; // the owner's now: counted in its record
+            if (p.deferred == null) {
+                p.deferred = new DeferredSlots();
+            }
+            p.ownerPages = t;
+            p.remoteFree.open();
+            takeLaneIndices(t, cls, c);
+        } finally {
+            c.lock.unlock();
+        }
+        t.pages[cls] = p;
+        return p;
+    }
+
+    /**
+     * Moves up to {@link SizeClassPages#INDEX_BATCH} of the lane's cached indices (those its
+     * rounds released, latest first) to the top of {@code t}'s magazine, so that indices freed
+     * through the limbo come back to the allocating threads (caller holds the lane's lock).
+     */
+    private void takeLaneIndices(ThreadPages t, int cls, SizeClassPages c) {
+        int n = Math.min(c.indexCount, SizeClassPages.INDEX_BATCH);
+        if (n == 0) {
+            return;
+        }
+        int head = c.indexHead, last = head;
+        for (int k = 1; k < n; k++) {
+            last = table.link(last);
+        }
+        c.indexHead = table.link(last);
+        c.indexCount -= n;
+        table.setLink(last, t.indexHead[cls]);
+        t.indexHead[cls] = head;
+        t.indexCount[cls] += n;
+    }
+
+    /** Gives up both of {@code t}'s pages of class {@code cls} (see {@link #giveUp(Page)}); {@return the limbo's pending units} */
+    long giveUp(ThreadPages t, int cls) {
+        Page p = t.pages[cls], w = t.waiting[cls];
+        t.pages[cls] = null;
+        t.waiting[cls] = null;
+        return Math.max(p == null ? 0 : giveUp(p), w == null ? 0 : giveUp(w));
+    }
+
+    /**
+     * Gives an owned page back to its lane (called by its owner, or by the thread adopting a
+     * terminated owner's pages; the caller has taken it out of the owner's record): closes its
+     * thread-free list and pushes what it held and the deferred frees on the limbo; an empty
+     * page goes back to the page source. {@return the limbo's pending units after the pushes, 0 if none}
+     */
+    private long giveUp(Page p) {
+        SizeClassPages c = p.sizeClass;
+        long pending;
+        boolean empty = false;
+        c.lock.lock();
+        try {
+            if (heap.isClosed()) { // close() holds every lane lock: under this one the answer is final
+                p.ownerPages = null; // its pages and entries are gone with the heap
+                return 0;
+            }
+            DeferredSlots d = p.deferred;
+            long units = d.units();
+            int tail = d.tail();
+            pending = Math.max(pushOnLimbo(p.remoteFree.close()), d.count() == 0 ? 0
+                    : limbo.pushChain(d.takeAll(table), tail, units)); // counted as the owner went: no walk
+            p.ownerPages = null;
+            if (p.pagePos >= 0) { // else the heap closed and gave every page back
+                c.liveBlocks += p.used;
+                if (p.used == 0) {
+                    c.removePage(p);
+                    empty = true;
+                } else {
+                    c.refile(p);
+                }
+            }
+        } finally {
+            c.lock.unlock();
+        }
+        if (empty) {
+            source.freePage(p.base);
+        }
+        return pending;
+    }
+
+    /** Pushes a chain of killed indices on the limbo; {@return the pending units, 0 for an empty chain} */
+    private long pushOnLimbo(int head) {
+        if (head == HandleTable.NO_INDEX) {
+            return 0;
+        }
+        int tail = head;
+        long units = 0;
+        for (int i = head; i != HandleTable.NO_INDEX; i = table.link(i)) {
+            units += Math.max((HandleTable.size(table.stateAcquire(i)) + 15) >>> 4, 1);
+            tail = i;
+        }
+        return limbo.pushChain(head, tail, units);
+    }
+
+    // ---- other threads' side ------------------------------------------------------
+
+    /** Gives up the calling thread's pages (before a call that reports or bounds the heap); {@return the limbo's pending units} */
+    long giveUpMine() {
+        ThreadPages t = mineIfAny();
+        long pending = 0;
+        if (t != null) {
+            for (int cls = 0; cls < owned.length; cls++) {
+                pending = Math.max(pending, giveUp(t, cls));
+            }
+        }
+        return pending;
+    }
+
+    /**
+     * Gives up the pages and indices of every record whose thread has terminated; {@return
+     * whether there were any}. Holds this object's monitor throughout, so that statistics
+     * (which hold it while they count) never see a record gone and its frees not yet on the
+     * limbo; a terminated thread's record is taken out of the registry once.
+     */
+    boolean adoptDeadThreads() {
+        long pending = 0;
+        boolean any = false;
+        synchronized (this) {
+            for (int k = records.size() - 1; k >= 0; k--) {
+                ThreadPages t = records.get(k);
+                if (t.thread.isAlive()) {
+                    continue;
+                }
+                // its termination happens-before isAlive() returning false: its plain writes are visible
+                any = true;
+                records.set(k, records.get(records.size() - 1));
+                records.remove(records.size() - 1);
+                for (int cls = 0; cls < owned.length; cls++) {
+                    pending = Math.max(pending, giveUp(t, cls)); // lane locks inside: monitor, then lane lock
+                    t.trimMagazine(table, cls, 0);
+                }
+                endedAllocated += t.allocated;
+                endedAllocatedBytes += t.allocatedBytes;
+                endedReleased += t.released;
+                endedReleasedBytes += t.releasedBytes;
+            }
+        }
+        if (any) {
+            heap.limboPushed(pending); // outside the monitor: it may wait for the round lock
+        }
+        return any;
+    }
+
+    /**
+     * Adds the owned pages' share to the statistics (racy reads of the owners' plain fields:
+     * a hint while they run; the caller holds this object's monitor across its whole count,
+     * see {@link #adoptDeadThreads}): {@code out[0..6]} += allocated objects, allocated bytes, released
+     * objects, released bytes, deferred objects, deferred bytes, block bytes in owned pages.
+     */
+    synchronized void addCounters(long[] out) {
+        out[0] += endedAllocated;
+        out[1] += endedAllocatedBytes;
+        out[2] += endedReleased;
+        out[3] += endedReleasedBytes;
+        for (ThreadPages t : records) {
+            out[0] += t.allocated;
+            out[1] += t.allocatedBytes;
+            out[2] += t.released;
+            out[3] += t.releasedBytes;
+            for (int cls = 0; cls < t.pages.length; cls++) {
+                addPage(out, t.pages[cls]);
+                addPage(out, t.waiting[cls]);
+            }
+        }
+    }
+
+    private static void addPage(long[] out, Page p) {
+        DeferredSlots d = p == null ? null : p.deferred;
+        if (d != null) {
+            out[4] += d.count();
+            out[5] += d.bytes();
+            out[6] += (long) p.used * p.sizeClass.blockSize;
+        }
+    }
+
+    /** {@return allocations plus reclaimed frees in owned pages: a hint of activity} */
+    synchronized long operations() {
+        long n = endedAllocated + endedReleased;
+        for (ThreadPages t : records) {
+            n += t.allocated + t.released;
+        }
+        return n;
+    }
+}
