@@ -48,7 +48,9 @@ public final class CompactingHeapStress {
     private final StressOptions options;
     private final Failures failures = new Failures();
     private final WorkerPool workers;
-    private final CompactingHeap heap = CompactingHeap.builder().build();
+    // Thread-owned pages on: the opt-in allocation path gets the stress's coverage; the default
+    // lanes are stressed through CacheStress (OffHeapCache's heap) and the JUnit suite.
+    private final CompactingHeap heap = CompactingHeap.builder().threadOwnedPages(true).build();
     @SuppressWarnings("unchecked")
     private final ConcurrentLinkedQueue<Obj>[] mailboxes =
             (ConcurrentLinkedQueue<Obj>[]) new ConcurrentLinkedQueue<?>[16];

@@ -157,16 +157,18 @@ public final class CompactFitHeap {
     private volatile long maxIncrementNanos, totalIncrementNanos, maxCloseNanos;
 
     private CompactFitHeap(PageReserve source, int lanes, int kappa, long iota, long reclaimBatchBytes,
-            long passIntervalNanos, boolean background) {
-        this(source, lanes, kappa, iota, reclaimBatchBytes, passIntervalNanos, background, background);
+            long passIntervalNanos, boolean background, boolean threadOwnedPages) {
+        this(source, lanes, kappa, iota, reclaimBatchBytes, passIntervalNanos, background, background, threadOwnedPages);
     }
 
     /**
      * @param background whether rounds are paced as the background thread paces them
      * @param startThread whether to start that thread (false: the caller drives {@link #backgroundTick})
+     * @param threadOwnedPages whether the small classes are allocated from thread-owned pages
+     *        (only with the thread started and a reclaim batch above 0)
      */
     private CompactFitHeap(PageReserve source, int lanes, int kappa, long iota, long reclaimBatchBytes,
-            long passIntervalNanos, boolean background, boolean startThread) {
+            long passIntervalNanos, boolean background, boolean startThread, boolean threadOwnedPages) {
         this.source = source;
         this.pageSize = source.pageSize();
         this.sizes = new BlockSizes(pageSize);
@@ -194,7 +196,7 @@ public final class CompactFitHeap {
         this.name = "CompactingHeap-" + table.tag();
         boolean[] owned = new boolean[sizes.count()];
         for (int c = 0; c < sizes.count(); c++) {
-            owned[c] = startThread && reclaimBatchBytes > 0 && pageSize / sizes.blockSize(c) >= OWNED_MIN_BLOCKS;
+            owned[c] = threadOwnedPages && startThread && reclaimBatchBytes > 0 && pageSize / sizes.blockSize(c) >= OWNED_MIN_BLOCKS;
         }
         this.ownership = new PageOwnership(this, table, source, limbo, classes, firstLane, owned);
         if (startThread && reclaimBatchBytes > 0) {
@@ -209,9 +211,10 @@ public final class CompactFitHeap {
      * @param owned closed with the heap (the span heap if it was made for this heap), or null
      */
     public static CompactFitHeap overSpanHeap(HeapEngine spanHeap, AutoCloseable owned, long pageSize, int lanes,
-            int kappa, long iota, long reclaimBatchBytes, long passIntervalNanos, boolean background) {
+            int kappa, long iota, long reclaimBatchBytes, long passIntervalNanos, boolean background,
+            boolean threadOwnedPages) {
         return new CompactFitHeap(new PageReserve(new SpanHeapPageSource(spanHeap, pageSize, owned)), lanes, kappa,
-                iota, reclaimBatchBytes, passIntervalNanos, background);
+                iota, reclaimBatchBytes, passIntervalNanos, background, threadOwnedPages);
     }
 
     /**
@@ -222,14 +225,14 @@ public final class CompactFitHeap {
     static CompactFitHeap withoutBackgroundThread(long pageSize, int kappa, long iota, long reclaimBatchBytes,
             long passIntervalNanos) {
         return new CompactFitHeap(new PageReserve(new MappedPageSource(pageSize)), 1, kappa, iota,
-                reclaimBatchBytes, passIntervalNanos, true, false);
+                reclaimBatchBytes, passIntervalNanos, true, false, false);
     }
 
     /** A heap over pages mapped one by one. */
     public static CompactFitHeap overMappedPages(long pageSize, int lanes, int kappa, long iota,
-            long reclaimBatchBytes, long passIntervalNanos, boolean background) {
+            long reclaimBatchBytes, long passIntervalNanos, boolean background, boolean threadOwnedPages) {
         return new CompactFitHeap(new PageReserve(new MappedPageSource(pageSize)), lanes, kappa, iota,
-                reclaimBatchBytes, passIntervalNanos, background);
+                reclaimBatchBytes, passIntervalNanos, background, threadOwnedPages);
     }
 
     public int notFullPagesPerClass() {

@@ -19,7 +19,7 @@ class MappingLeakTest {
     @Test
     void committedIsWhatIsMappedAndCloseUnmapsAll() throws Exception {
         long before = OsMemory.MAPPED.get();
-        CompactFitHeap heap = CompactFitHeap.overMappedPages(16 * 1024, 1, 2, 64 * 1024, 32 * 1024, 0, true);
+        CompactFitHeap heap = CompactFitHeap.overMappedPages(16 * 1024, 1, 2, 64 * 1024, 32 * 1024, 0, true, false);
         AtomicLongArray index = new AtomicLongArray(2048);
         MemorySegment source = MemorySegment.ofArray(new byte[256 * 1024]);
         for (int i = 0; i < index.length(); i++) {

@@ -22,6 +22,13 @@ final class CompactHeaps {
      */
     static final CompactingHeap BATCHED = CompactingHeap.builder().notFullPagesPerClass(1).reclaimBatchBytes(64).build();
 
+    /**
+     * As {@link #BATCHED}, with the small classes allocated from thread-owned pages
+     * ({@link CompactingHeap.Builder#threadOwnedPages}).
+     */
+    static final CompactingHeap OWNED = CompactingHeap.builder().notFullPagesPerClass(1).reclaimBatchBytes(64)
+            .threadOwnedPages(true).build();
+
     private CompactHeaps() {
     }
 }

@@ -29,7 +29,7 @@ import org.spanheap.CompactingHeap;
 public class CompactPageAdoptionTest {
 
     /** A background thread (so owned pages), frequent rounds. */
-    static final CompactingHeap HEAP = CompactHeaps.BATCHED;
+    static final CompactingHeap HEAP = CompactHeaps.OWNED;
 
     long survivor;
     long fresh;
