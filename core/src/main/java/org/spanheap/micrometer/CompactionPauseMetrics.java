@@ -5,9 +5,7 @@ import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.MeterBinder;
-import java.time.Duration;
 import java.util.Objects;
-import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordingStream;
 
 /**
@@ -41,9 +39,8 @@ public final class CompactionPauseMetrics implements MeterBinder, AutoCloseable 
     /** The JFR event of a compaction round (its duration is the round's). */
     static final String EVENT = "org.spanheap.CompactionRound";
 
-    private final String heapName;
+    private final HeapEventStream events;
     private final Iterable<Tag> tags;
-    private RecordingStream stream;
 
     /**
      * Creates a binder of the rounds of the heap registered as {@code heapName}, tagged
@@ -54,7 +51,7 @@ public final class CompactionPauseMetrics implements MeterBinder, AutoCloseable 
      * @throws NullPointerException if an argument is null
      */
     public CompactionPauseMetrics(String heapName, Iterable<Tag> tags) {
-        this.heapName = Objects.requireNonNull(heapName, "heapName");
+        this.events = new HeapEventStream(EVENT, "heapName", heapName);
         this.tags = Tags.concat(Objects.requireNonNull(tags, "tags"), "heap", heapName);
     }
 
@@ -64,32 +61,17 @@ public final class CompactionPauseMetrics implements MeterBinder, AutoCloseable 
      * @throws IllegalStateException if the binder is bound already, or closed
      */
     @Override
-    public synchronized void bindTo(MeterRegistry registry) {
+    public void bindTo(MeterRegistry registry) {
         Objects.requireNonNull(registry, "registry");
-        if (stream != null) {
-            throw new IllegalStateException("the binder of heap " + heapName + " is bound already");
-        }
         Timer timer = Timer.builder("spanheap.compacting.pauses").tags(tags)
                 .description("Compaction rounds, each: what an access to a moving object may wait")
                 .publishPercentiles(0.5, 0.9, 0.99, 0.999).register(registry);
-        RecordingStream s = new RecordingStream();
-        s.enable(EVENT).withThreshold(Duration.ZERO);
-        s.onEvent(EVENT, event -> record(event, timer));
-        s.startAsync();
-        stream = s;
-    }
-
-    private void record(RecordedEvent event, Timer timer) {
-        if (heapName.equals(event.getString("heapName"))) {
-            timer.record(event.getDuration());
-        }
+        events.start(event -> timer.record(event.getDuration()));
     }
 
     /** Ends the event stream; the timer keeps what it recorded. Idempotent. */
     @Override
-    public synchronized void close() {
-        if (stream != null) {
-            stream.close();
-        }
+    public void close() {
+        events.close();
     }
 }

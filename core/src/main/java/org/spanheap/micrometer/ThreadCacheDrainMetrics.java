@@ -6,9 +6,7 @@ import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.binder.BaseUnits;
 import io.micrometer.core.instrument.binder.MeterBinder;
-import java.time.Duration;
 import java.util.Objects;
-import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordingStream;
 
 /**
@@ -43,9 +41,8 @@ public final class ThreadCacheDrainMetrics implements MeterBinder, AutoCloseable
     /** The JFR event of a drained cache. */
     static final String EVENT = "org.spanheap.DeadThreadCacheDrain";
 
-    private final String heapName;
+    private final HeapEventStream events;
     private final Iterable<Tag> tags;
-    private RecordingStream stream;
 
     /**
      * Creates a binder of the drains of the heap registered as {@code heapName}, tagged
@@ -56,7 +53,7 @@ public final class ThreadCacheDrainMetrics implements MeterBinder, AutoCloseable
      * @throws NullPointerException if an argument is null
      */
     public ThreadCacheDrainMetrics(String heapName, Iterable<Tag> tags) {
-        this.heapName = Objects.requireNonNull(heapName, "heapName");
+        this.events = new HeapEventStream(EVENT, "heap", heapName);
         this.tags = Tags.concat(Objects.requireNonNull(tags, "tags"), "heap", heapName);
     }
 
@@ -66,35 +63,22 @@ public final class ThreadCacheDrainMetrics implements MeterBinder, AutoCloseable
      * @throws IllegalStateException if the binder is bound already, or closed
      */
     @Override
-    public synchronized void bindTo(MeterRegistry registry) {
+    public void bindTo(MeterRegistry registry) {
         Objects.requireNonNull(registry, "registry");
-        if (stream != null) {
-            throw new IllegalStateException("the binder of heap " + heapName + " is bound already");
-        }
         Counter caches = Counter.builder("spanheap.thread.caches.drained").tags(tags)
                 .description("Thread caches of terminated threads returned to the heap").register(registry);
         Counter bytes = Counter.builder("spanheap.thread.caches.drained.memory").tags(tags)
                 .baseUnit(BaseUnits.BYTES).description("Bytes of the free blocks those caches held")
                 .register(registry);
-        RecordingStream s = new RecordingStream();
-        s.enable(EVENT).withThreshold(Duration.ZERO);
-        s.onEvent(EVENT, event -> record(event, caches, bytes));
-        s.startAsync();
-        stream = s;
-    }
-
-    private void record(RecordedEvent event, Counter caches, Counter bytes) {
-        if (heapName.equals(event.getString("heap"))) {
+        events.start(event -> {
             caches.increment();
             bytes.increment(event.getLong("bytes"));
-        }
+        });
     }
 
     /** Ends the event stream; the counters keep what they counted. Idempotent. */
     @Override
-    public synchronized void close() {
-        if (stream != null) {
-            stream.close();
-        }
+    public void close() {
+        events.close();
     }
 }

@@ -2,7 +2,6 @@ package org.spanheap.jmh;
 
 import com.github.benmanes.caffeine.jcache.configuration.CaffeineConfiguration;
 import java.util.OptionalLong;
-import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import javax.cache.Cache;
 import javax.cache.CacheManager;
@@ -12,7 +11,6 @@ import org.ehcache.config.builders.CacheConfigurationBuilder;
 import org.ehcache.config.builders.ResourcePoolsBuilder;
 import org.ehcache.config.units.MemoryUnit;
 import org.ehcache.jsr107.Eh107Configuration;
-import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -130,26 +128,9 @@ public class JCacheBenchmark {
         }
     }
 
-    /** Per-thread hit and miss counts, reported by JMH beside the throughput. */
-    @State(Scope.Thread)
-    @AuxCounters(AuxCounters.Type.EVENTS)
-    public static class Counts {
-        public long hits;
-        public long misses;
-        int position;
-        final SplittableRandom random = new SplittableRandom();
-
-        @Setup(Level.Iteration)
-        public void reset() {
-            hits = 0;
-            misses = 0;
-            position = random.nextInt(1 << 30);
-        }
-    }
-
     /** CacheBenchmark's operation: a Zipf key; a put of a fresh value, or a get and a put on a miss. */
     @Benchmark
-    public byte[] op(Counts c) {
+    public byte[] op(CacheBenchmark.Counts c) {
         long key = CacheBenchmark.ZipfSample.key(sample[c.position++ & (sample.length - 1)]);
         boolean write = c.random.nextInt(100) < writePercent;
         if (api != null) {
@@ -170,7 +151,7 @@ public class JCacheBenchmark {
         return v;
     }
 
-    private void count(Counts c, byte[] v, long key) {
+    private void count(CacheBenchmark.Counts c, byte[] v, long key) {
         if (v == null) {
             c.misses++;
             if (api != null) {
