@@ -141,6 +141,8 @@ public class CacheChurnBenchmark {
     /** The stores compared; each opens fresh for a trial. */
     public enum Store {
         COMPACTING,
+        /** As {@code COMPACTING} with thread-owned pages ({@code threadOwnedPages(true)}). */
+        COMPACTING_OWNED,
         /** As {@code COMPACTING} with kappa infinite: only the periodic {@code compact()} moves objects. */
         COMPACTING_NO_KAPPA,
         /** As {@code COMPACTING} with one allocation lane per size class: one lock per class, as in the paper. */
@@ -169,6 +171,7 @@ public class CacheChurnBenchmark {
         ValueStore open() {
             return switch (this) {
                 case COMPACTING -> new CompactingStore(CompactingHeap.create());
+                case COMPACTING_OWNED -> new CompactingStore(CompactingHeap.builder().threadOwnedPages(true).build());
                 case COMPACTING_NO_KAPPA -> new CompactingStore(
                         CompactingHeap.builder().notFullPagesPerClass(CompactingHeap.NOT_FULL_PAGES_UNBOUNDED).build());
                 case COMPACTING_ONE_LANE -> new CompactingStore(CompactingHeap.builder().allocationLanes(1).build());

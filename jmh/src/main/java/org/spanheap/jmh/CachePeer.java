@@ -40,7 +40,7 @@ public interface CachePeer extends AutoCloseable {
     enum Kind {
         /**
          * spanheap-cache: values in a compacting heap, Caffeine's policy; bound counts the on-heap index too.
-         * {@code -Dbench.heap=} a comma list tries heap settings: {@code nobg} (no background thread),
+         * {@code -Dbench.heap=} a comma list tries heap settings: {@code owned} (thread-owned pages), {@code nobg} (no background thread),
          * {@code nokappa} (no compaction), {@code slow}/{@code fast}/{@code eager} (compaction passes every
          * 1 s / 10 ms / at once),
          * {@code batch256k} (reclaim batches of 256 KiB), {@code iota1m} (1 MiB per compaction round),
@@ -101,6 +101,9 @@ public interface CachePeer extends AutoCloseable {
             String tweak = System.getProperty("bench.heap", "");
             if (tweak.contains("heappace")) { // the heap's own defaults, before the cache's
                 heap.compactionInterval(java.time.Duration.ofMillis(100)).movedBytesPerRound(256 << 10);
+            }
+            if (tweak.contains("owned")) {
+                heap.threadOwnedPages(true);
             }
             if (tweak.contains("nobg")) {
                 heap.backgroundCompaction(false);

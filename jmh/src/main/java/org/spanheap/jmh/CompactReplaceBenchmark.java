@@ -30,7 +30,8 @@ import org.spanheap.CompactingHeap;
  *
  * <p>The stores: {@code COMPACTING} is {@code CompactingHeap.create()} (its background
  * thread reclaims and compacts; nobody calls {@code compact()}), a value is a handle,
- * {@code allocateFrom} copies, a read resolves the handle to a segment. The others are
+ * {@code allocateFrom} copies, a read resolves the handle to a segment; {@code COMPACTING_OWNED}
+ * is the same heap built with {@code threadOwnedPages(true)}. The others are
  * {@link Allocator} peers: {@code SPANHEAP} ({@code allocateUninitialized}), {@code MALLOC_FFM}
  * (glibc through critical downcalls), and where Debian's libraries load {@code JEMALLOC_FFM},
  * {@code MIMALLOC_FFM}: a value is the peer's block, the copy goes through its segment. No store
@@ -52,7 +53,7 @@ import org.spanheap.CompactingHeap;
 @State(Scope.Thread)
 public class CompactReplaceBenchmark {
 
-    @Param({"COMPACTING", "SPANHEAP", "MALLOC_FFM"})
+    @Param({"COMPACTING", "COMPACTING_OWNED", "SPANHEAP", "MALLOC_FFM"})
     public String store;
 
     @Param({"1024"})
@@ -91,8 +92,10 @@ public class CompactReplaceBenchmark {
         for (long i = 0; i < maxSize; i++) {
             source.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + 7));
         }
-        if (store.equals("COMPACTING")) {
-            heap = CompactingHeap.create();
+        if (store.startsWith("COMPACTING")) {
+            heap = store.equals("COMPACTING_OWNED")
+                    ? CompactingHeap.builder().threadOwnedPages(true).build()
+                    : CompactingHeap.create();
             handles = new long[keys];
             for (int k = 0; k < keys; k++) {
                 handles[k] = heap.allocateFrom(source.asSlice(0, sizes[k]));

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The scaling figures on a many-core machine, in one pass that fits a few minutes: the native
+# harness's larson, threadtest and prod-con against glibc, jemalloc and mimalloc; the compacting
+# heap's cache churn (lanes, thread-owned pages, malloc) at rising thread counts; CacheBenchmark's
+# 5% and 50% write rows against OHC; the 64 B allocate+touch+free against the allocators through
+# FFM; the one-thread replace.
+#
+#   tools/many-cores.sh OUT_DIR [THREADS]        THREADS: the top thread count (default nproc, at most 16)
+#
+# Needs: java (>= 22) on PATH, jmh/target/benchmarks.jar (or BENCHMARKS_JAR), native/build/libspanheap.so and
+# native/bench/build/spanheap-bench (make -C native lib && make -C native/bench), and the peers'
+# libraries (libmimalloc.so.2, libjemalloc.so.2) in LD_LIBRARY_PATH or ldconfig's cache. On a
+# machine without Java, unpack a JDK beside it and point BENCHMARKS_JAR at the jar
+# (docs/building.md, "Many-core runs").
+# Writes OUT_DIR/native.csv (one harness line per run), OUT_DIR/churn.txt, OUT_DIR/jmh-*.txt
+# and OUT_DIR/machine.txt. Runs one thing at a time; every line is a single run, so read ratios
+# of runs next to each other, not absolute figures.
+set -uo pipefail
+out=${1:?usage: tools/many-cores.sh OUT_DIR [THREADS]}
+top=${2:-$(nproc)}; [ "$top" -gt 16 ] && top=16
+mkdir -p "$out"
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd); cd "$root"
+jar=${BENCHMARKS_JAR:-jmh/target/benchmarks.jar}
+bench=native/bench/build/spanheap-bench
+# QUICK=1: every run shortened to a few hundred milliseconds, to check the script itself
+if [ "${QUICK:-0}" = 1 ]; then lsec=0.3; csec=1; it=(-wi 1 -w 200ms -i 1 -r 200ms); tt=(--objects 10000 --rounds 50)
+else lsec=2; csec=4; it=(-wi 2 -w 1s -i 3 -r 1s); tt=(); fi
+
+lib() { # the peer's library: LD_LIBRARY_PATH first, then ldconfig
+    local d
+    for d in ${LD_LIBRARY_PATH:+${LD_LIBRARY_PATH//:/ }}; do [ -e "$d/$1" ] && { echo "$d/$1"; return; }; done
+    ldconfig -p | awk -v n="$1" '$1==n {print $NF; exit}'
+}
+{ date -u +%FT%TZ; uname -srm; nproc; grep -m1 'model name' /proc/cpuinfo; java -version 2>&1 | head -1
+  grep -E '^(MemTotal)' /proc/meminfo; } > "$out/machine.txt"
+
+# --- native harness: the C API (sh) against each allocator as the process's malloc
+mim=$(lib libmimalloc.so.2); jem=$(lib libjemalloc.so.2)
+echo "allocator,$("$bench" --header)" > "$out/native.csv"
+native() { # ALLOCATOR WORKLOAD ARGS...
+    local a=$1; shift
+    case $a in
+        sh) "$bench" "$@" --backend sh ;;
+        glibc) "$bench" "$@" --backend malloc ;;
+        mimalloc) [ -n "$mim" ] && LD_PRELOAD=$mim "$bench" "$@" --backend malloc ;;
+        jemalloc) [ -n "$jem" ] && LD_PRELOAD=$jem "$bench" "$@" --backend malloc ;;
+    esac 2>>"$out/native.log" | sed "s/^/$a,/" >> "$out/native.csv"
+}
+for rep in 1 2; do
+    for a in sh glibc jemalloc mimalloc; do
+        native $a larson --threads "$top" --size 16-1024 --seconds $lsec
+        native $a threadtest --threads "$top" --size 64 "${tt[@]}"
+        [ $rep = 1 ] && native $a larson --threads 4 --size 16-1024 --seconds $lsec
+        [ $rep = 1 ] && native $a prod-con --threads "$top" --size 16-512
+    done
+done
+
+# --- the cache churn on the public CompactingHeap API, against malloc/free through FFM
+for t in 2 8 "$top"; do
+    for s in COMPACTING COMPACTING_OWNED MALLOC_FFM; do
+        printf '%s threads=%s: ' "$s" "$t" >> "$out/churn.txt"
+        timeout 60 java --enable-native-access=ALL-UNNAMED -Xms1g -Xmx1g -XX:+AlwaysPreTouch -cp "$jar" \
+            org.spanheap.jmh.CacheChurnBenchmark --store "$s" --seconds $csec --threads "$t" 2>&1 \
+            | grep -E '^max:' >> "$out/churn.txt" || echo "failed" >> "$out/churn.txt"
+    done
+done
+
+jmh() { # NAME ARGS...: one JMH invocation, its text output kept
+    local name=$1; shift
+    timeout 200 java -Djmh.ignoreLock=true --enable-native-access=ALL-UNNAMED "$@" > "$out/jmh-$name.txt" 2>&1
+}
+# --- CacheBenchmark: 100 B values, Zipf 0.9, 5% and 50% writes; the heap default and with owned pages
+jmh cache -jar "$jar" 'org.spanheap.jmh.CacheBenchmark.op$' -p peer=SPANHEAP,OHC -p zipf=0.9 -p writePercent=5,50 -p values=100 \
+    -t "$top" -f 1 "${it[@]}"
+jmh cache-owned -Dbench.heap=owned -jar "$jar" 'org.spanheap.jmh.CacheBenchmark.op$' -p peer=SPANHEAP -p zipf=0.9 -p writePercent=50 \
+    -p values=100 -t "$top" -f 1 "${it[@]}"
+# --- Java: 64 B allocate+touch+free at 1 thread and all; threadtest and larson at all
+peers=SPANHEAP,MALLOC_FFM,JEMALLOC_FFM,MIMALLOC_FFM
+for t in 1 "$top"; do
+    jmh alloc64-t$t -jar "$jar" 'AllocFreeBenchmark' -p allocator=$peers -p size=64 -t "$t" -f 1 "${it[@]}"
+done
+jmh threadtest -jar "$jar" 'ThreadTestBenchmark' -p allocator=$peers -t "$top" -f 1 "${it[@]}"
+jmh larson -jar "$jar" 'LarsonBenchmark' -p allocator=$peers -t "$top" -f 1 "${it[@]}"
+# --- the replace, 64-128 B, one thread
+jmh replace -jar "$jar" 'CompactReplaceBenchmark.replace$' -p store=COMPACTING,COMPACTING_OWNED,MALLOC_FFM \
+    -p keys=1024 -p maxSize=128 -f 1 "${it[@]}"
+echo "done $(date -u +%T)" >> "$out/machine.txt"
