@@ -225,8 +225,24 @@ public final class CompactingHeap implements AutoCloseable {
     }
 
     /**
-     * Runs {@code reader} on the object's segment and returns its result,
-     * rerunning it on a fresh segment if an epoch change closed the segment meanwhile.
+     * {@return a read-only segment of the object named by {@code handle}} Valid, like
+     * {@link #segment}, until the current epoch closes. Unlike {@link #segment} it never waits
+     * for a compaction round that is moving the object: it may name the object's old place,
+     * which keeps the object's bytes until the epoch after the move has closed. A cache's reads
+     * use it (and {@link #read} does).
+     *
+     * @param handle the object's handle
+     * @throws StaleHandleException if the handle names no live object
+     * @throws IllegalStateException if the heap is closed
+     */
+    public MemorySegment readOnlySegment(long handle) {
+        return core.resolveForReading(handle);
+    }
+
+    /**
+     * Runs {@code reader} on a read-only segment of the object ({@link #readOnlySegment}) and
+     * returns its result, rerunning it on a fresh segment if an epoch change closed the
+     * segment meanwhile. It does not wait for a compaction round that moves the object.
      *
      * @param <R> the result type
      * @param handle the object's handle
@@ -237,24 +253,25 @@ public final class CompactingHeap implements AutoCloseable {
      */
     public <R> R read(long handle, Function<? super MemorySegment, ? extends R> reader) {
         boolean interrupted = Thread.currentThread().isInterrupted(); // see retryOrThrow
-        MemorySegment s = segment(handle);
+        MemorySegment s = readOnlySegment(handle);
         try {
             return reader.apply(s);
         } catch (IllegalStateException e) {
             // out of line: keeps the fast path small enough to inline; it gets the segment's
             // scope, not the segment, so that C2 can keep the segment out of the Java heap
-            return readAgain(handle, reader, s.scope(), e, interrupted);
+            return readAgain(handle, true, reader, s.scope(), e, interrupted);
         }
     }
 
-    private <R> R readAgain(long handle, Function<? super MemorySegment, ? extends R> reader,
+    /** Reruns {@code reader} on fresh segments ({@code readOnly}: {@link #readOnlySegment}) until it completes. */
+    private <R> R readAgain(long handle, boolean readOnly, Function<? super MemorySegment, ? extends R> reader,
             MemorySegment.Scope scope, IllegalStateException e, boolean interrupted) {
         CompactingHeap outer = RERUNNING.get();
         RERUNNING.set(this);
         try {
             for (;;) {
                 retryOrThrow(scope, e, interrupted);
-                MemorySegment s = segment(handle);
+                MemorySegment s = readOnly ? readOnlySegment(handle) : segment(handle);
                 scope = s.scope();
                 try {
                     return reader.apply(s);
@@ -284,7 +301,7 @@ public final class CompactingHeap implements AutoCloseable {
         try {
             writer.accept(s);
         } catch (IllegalStateException e) {
-            readAgain(handle, seg -> {
+            readAgain(handle, false, seg -> {
                 writer.accept(seg);
                 return null;
             }, s.scope(), e, interrupted);
@@ -302,11 +319,11 @@ public final class CompactingHeap implements AutoCloseable {
      */
     public long getLong(long handle, long offset) {
         boolean interrupted = Thread.currentThread().isInterrupted();
-        MemorySegment s = segment(handle);
+        MemorySegment s = readOnlySegment(handle);
         try {
             return s.get(ValueLayout.JAVA_LONG_UNALIGNED, offset);
         } catch (IllegalStateException e) {
-            return readAgain(handle, seg -> seg.get(ValueLayout.JAVA_LONG_UNALIGNED, offset), s.scope(), e,
+            return readAgain(handle, true, seg -> seg.get(ValueLayout.JAVA_LONG_UNALIGNED, offset), s.scope(), e,
                     interrupted);
         }
     }
@@ -327,7 +344,7 @@ public final class CompactingHeap implements AutoCloseable {
         try {
             s.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, value);
         } catch (IllegalStateException e) {
-            readAgain(handle, seg -> {
+            readAgain(handle, false, seg -> {
                 seg.set(ValueLayout.JAVA_LONG_UNALIGNED, offset, value);
                 return null;
             }, s.scope(), e, interrupted);

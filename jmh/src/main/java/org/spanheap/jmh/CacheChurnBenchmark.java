@@ -456,7 +456,7 @@ public class CacheChurnBenchmark {
 
         @Override
         public long readEnds(long handle, MemorySegment unused, int size) {
-            MemorySegment s = heap.segment(handle);
+            MemorySegment s = heap.readOnlySegment(handle); // as a cache reads: never waits for a move
             try {
                 return ends(s, size);
             } catch (IllegalStateException e) {
@@ -470,7 +470,7 @@ public class CacheChurnBenchmark {
                 if (scope.isAlive()) {
                     throw e; // not an epoch change
                 }
-                MemorySegment s = heap.segment(handle);
+                MemorySegment s = heap.readOnlySegment(handle);
                 scope = s.scope();
                 try {
                     return ends(s, size);

@@ -321,6 +321,39 @@ public final class CompactFitHeap {
     }
 
     /**
+     * Returns a read-only segment of the object named by {@code handle}, bound to the current
+     * epoch. Unlike {@link #resolve} it does not wait while a round moves the object: it
+     * returns the object's old place, which holds its bytes until the move's slots are released
+     * one epoch later (see {@link Evacuation}), or the new one once published.
+     *
+     * @throws StaleHandleException if the handle names no live object
+     * @throws IllegalStateException if the heap is closed
+     */
+    public MemorySegment resolveForReading(long handle) {
+        for (int spins = 0;; spins++) {
+            // as resolve, with MOVING accepted: the address is the old place (plain before the
+            // mark) or the new one (release store in publishMoved, after the copy), and the
+            // state is loaded again after it, so a kill and a reuse between are seen
+            MemorySegment u = universe;
+            long[][] words = table.words();
+            int index = (int) handle;
+            int chunk = index >>> HandleTable.CHUNK_SHIFT;
+            if (chunk < words.length) {
+                long[] w = words[chunk];
+                int o = HandleTable.wordOf(index);
+                long st = HandleTable.stateVolatile(w, o);
+                if ((st & ~(HandleTable.SIZE_MASK | HandleTable.MOVING)) == table.expectedState(handle)) {
+                    long address = HandleTable.addressIfUnchanged(w, o, st);
+                    if (address != -1) {
+                        return u.asSlice(address, st & HandleTable.SIZE_MASK).asReadOnly();
+                    }
+                }
+            }
+            awaitResolvable(handle, spins);
+        }
+    }
+
+    /**
      * Forged, stale, closed or moving: throws unless the handle names a live object; while a
      * round moves it, waits a moment (at most one round in all) and returns for another try.
      */
@@ -522,16 +555,29 @@ public final class CompactFitHeap {
     }
 
     /**
-     * A large object: its own zeroed mapping, never moved. Its entry has no
-     * page; its mapping's size follows from its size ({@link OsMemory#mappedSize}).
+     * A large object, never moved: a run of a large segment, or above
+     * {@link LargeSegments#MAX_OBJECT} its own zeroed mapping (see {@link LargeObjects}).
+     * Its entry has no page.
      */
     private long allocateLarge(long size, MemorySegment contents, Consumer<? super MemorySegment> init) {
         LargeObjects.checkSize(size);
         checkOpen();
-        long address = large.takeKept(size);
-        boolean dirty = address != 0;
-        if (!dirty) {
+        boolean run = LargeSegments.fits(size);
+        long address;
+        boolean dirty;
+        if (run) {
+            large.lock.lock();
+            try {
+                checkOpen(); // close unmaps the segments under this lock
+                address = large.takeRun(size);
+            } finally {
+                large.lock.unlock();
+            }
+            dirty = (address & 1) != 0;
+            address &= ~1L;
+        } else {
             address = large.map(size); // zeroed by the OS
+            dirty = false;
         }
         int index;
         try {
@@ -546,7 +592,11 @@ public final class CompactFitHeap {
                 large.lock.unlock();
             }
         } catch (RuntimeException | Error e) {
-            large.unmapUnpublished(address, size);
+            if (run) {
+                large.giveUnpublishedRun(address, size); // a heap closed meanwhile has let go of the segments
+            } else {
+                large.unmapUnpublished(address, size);
+            }
             throw e;
         }
         return table.handleOf(index);
@@ -724,7 +774,8 @@ public final class CompactFitHeap {
      */
     boolean hasWork(boolean idle) {
         boolean rest = idle ? pacing.restDueOnIdleTick(operations()) : pacing.restPassGoesOn(operations());
-        return limbo.pendingUnits() << 4 >= batchBytes || (idle && !limbo.isEmpty()) || pacing.compactionDue() || rest;
+        return limbo.pendingUnits() << 4 >= batchBytes || (idle && (!limbo.isEmpty() || evacuation.hasMovedOut()))
+                || pacing.compactionDue() || rest;
     }
 
     /** Objects allocated plus objects released so far: racy reads of the counters, a hint of activity. */
@@ -766,7 +817,7 @@ public final class CompactFitHeap {
         int[] freed = limboRelease.heads;
         limbo.drain(freed); // volatile: the pushers' links are visible
         long planned = goal == Integer.MAX_VALUE ? 0 : evacuation.plan(goal, minAge, maxSourceUse);
-        if (LimboRelease.isEmpty(freed) && evacuation.count() == 0) {
+        if (LimboRelease.isEmpty(freed) && evacuation.count() == 0 && !evacuation.hasMovedOut()) {
             return 0;
         }
         MemoryReleaseEvent release = new MemoryReleaseEvent();
@@ -775,8 +826,10 @@ public final class CompactFitHeap {
         release.begin();
         // nobody reaches the limbo blocks or the blocks to move any more
         long closeNanos = advanceEpoch(evacuation.count() > 0 ? EpochChangeEvent.COMPACTION : EpochChangeEvent.RECLAIM);
+        evacuation.releaseMovedOut(); // the last round's moved-out slots: their epoch closed just now
         long moved = evacuation.execute();
         long reclaimed = limboRelease.release(freed);
+        large.giveBackRuns(false);
         if (reportRelease) {
             release.end();
             long released = releasedBytes() - releasedBefore;
@@ -786,7 +839,7 @@ public final class CompactFitHeap {
             }
         }
         if (reclaimBatchBytes > 0) {
-            batchBytes = Math.max(reclaimBatchBytes, (source.committedBytes() + large.mappedBytes.get()) / 32);
+            batchBytes = Math.max(reclaimBatchBytes, (source.committedBytes() + large.heldBytes()) / 32);
         }
         if (planned > 0) {
             countIncrement(moved, t0);
@@ -810,6 +863,17 @@ public final class CompactFitHeap {
         increments++;
         totalIncrementNanos += t;
         maxIncrementNanos = Math.max(maxIncrementNanos, t);
+    }
+
+    /**
+     * Changes the epoch only to release the slots that the last moves left behind (see
+     * {@link Evacuation}), so that a call that compacts returns with its source pages empty
+     * (caller holds roundLock).
+     */
+    private void releaseMovedOut() {
+        if (evacuation.hasMovedOut()) {
+            round(Integer.MAX_VALUE, 0, BackgroundPacing.ANY_SOURCE); // goal MAX_VALUE: plans no moves
+        }
     }
 
     // ---- epochs ----------------------------------------------------------------
@@ -844,7 +908,7 @@ public final class CompactFitHeap {
 
     /** {@return the bytes given back to the OS so far by the page reserve and the large mappings' cache} */
     private long releasedBytes() {
-        return source.releasedBytes() + large.kept.unmappedBytes();
+        return source.releasedBytes() + large.releasedBytes();
     }
 
     // ---- compaction on request -------------------------------------------------
@@ -876,6 +940,7 @@ public final class CompactFitHeap {
                     break;                         // done, or what is left over the goal is newer
                 }
             }
+            releaseMovedOut();
             return moved;
         } finally {
             roundLock.unlock();
@@ -884,7 +949,7 @@ public final class CompactFitHeap {
 
     /**
      * Runs a round that reclaims the limbo (moving nothing), then gives the
-     * page reserve and the kept large mappings back. Returns the drop of the
+     * page reserve and the large segments' free granules back. Returns the drop of the
      * committed bytes over the call, 0 if concurrent allocations made them grow.
      */
     public long trim() {
@@ -902,7 +967,7 @@ public final class CompactFitHeap {
                 trimming = false;
             }
             source.drain();
-            large.kept.drain();
+            large.giveBackRuns(true);
             long after = committedBytes();
             long released = Math.max(0, before - after);
             event.end();
@@ -916,9 +981,19 @@ public final class CompactFitHeap {
         }
     }
 
-    /** Pages out and in the reserve, large objects' mappings, kept mappings: what stats() reports as committed. */
+    /** Bytes the large segments map but do not count as committed: granules never touched or given back (tests). */
+    long segmentBytesNotCommitted() {
+        large.lock.lock();
+        try {
+            return large.segments.mappedBytes() - large.segments.residentBytes();
+        } finally {
+            large.lock.unlock();
+        }
+    }
+
+    /** Pages out and in the reserve, large objects' mappings and resident runs: what stats() reports as committed. */
     private long committedBytes() {
-        return source.committedBytes() + large.mappedBytes.get() + large.kept.bytes();
+        return source.committedBytes() + large.committedBytes();
     }
 
     /**
@@ -963,6 +1038,7 @@ public final class CompactFitHeap {
                 c.lock.unlock();
             }
             long closeNanos = advanceEpoch(EpochChangeEvent.RELOCATE);
+            evacuation.releaseMovedOut();
             long moved = evacuation.execute();
             countIncrement(moved, t0);
             event.end();
@@ -976,6 +1052,7 @@ public final class CompactFitHeap {
             if (kappa != Integer.MAX_VALUE) {
                 roundsUntil(kappa);
             }
+            releaseMovedOut();
             return true;
         } finally {
             roundLock.unlock();
@@ -1010,7 +1087,12 @@ public final class CompactFitHeap {
                 }
             }
             source.addRanges(ranges);
-            large.kept.addRanges(ranges);
+            large.lock.lock();
+            try {
+                large.segments.addRanges(ranges);
+            } finally {
+                large.lock.unlock();
+            }
             // large objects: live, or freed and waiting in the limbo (mapped until a round releases them)
             for (int s = 0; s < Limbo.STRIPES; s++) {
                 for (int i = limbo.peek(s); i != HandleTable.NO_INDEX; i = table.link(i)) {
@@ -1082,7 +1164,7 @@ public final class CompactFitHeap {
         pendingObjects += owned[4];
         pendingBytes += owned[5];
         blockBytes += owned[6];
-        long largeObjects, largeBytes = large.mappedBytes.get();
+        long largeObjects, largeBytes = large.heldBytes();
         large.lock.lock();
         try {
             largeObjects = large.allocated - large.released;
@@ -1092,7 +1174,7 @@ public final class CompactFitHeap {
             large.lock.unlock();
         }
         return new CompactingHeapStats(bytes - pendingBytes, objects - pendingObjects, blockBytes + largeBytes,
-                source.committedBytes() + largeBytes + large.kept.bytes(), pages, largeObjects - pendingLarge, largeBytes,
+                source.committedBytes() + large.committedBytes(), pages, largeObjects - pendingLarge, largeBytes,
                 notFull, frag,
                 pendingBytes, movedBytes, increments, epochsClosed, maxIncrementNanos, totalIncrementNanos,
                 maxCloseNanos);
@@ -1143,7 +1225,7 @@ public final class CompactFitHeap {
                 }
             }
             table.close();
-            large.kept.drain();
+            large.segments.unmapAll();
             for (SizeClassPages c : classes) {
                 while (c.pageCount() > 0) {
                     Page p = c.pageAt(c.pageCount() - 1);

@@ -8,10 +8,22 @@ import java.util.Arrays;
  * from the least used not-full pages of the classes over their bound into the
  * fullest not-full pages of the same class ({@link #plan}), marking each entry
  * MOVING and reserving its target slot; after the round has closed the epoch
- * that could reach the blocks, copies them, publishes the new addresses and
- * releases the old slots ({@link #execute}). Used by the round's thread only
- * (under the heap's round lock); each class's pages are touched under that
- * class's lock.
+ * that could reach the blocks, copies them and publishes the new addresses
+ * ({@link #execute}). Used by the round's thread only (under the heap's round
+ * lock); each class's pages are touched under that class's lock.
+ *
+ * <h2>Slots released one epoch late</h2>
+ * A read-only resolve does not wait for a move: while the entry is MOVING it
+ * returns the block's old place, which holds the object's bytes (nobody writes
+ * a MOVING object: writable resolves wait, and the old epoch's segments died
+ * with its close). Its segment belongs to the epoch current after the round's
+ * change, so the old slot may be reused only once that epoch has closed too:
+ * {@link #execute} marks it {@link #MOVED_OUT} instead of releasing it, and
+ * the next round releases it after its own epoch change
+ * ({@link #releaseMovedOut}). A target slot whose move failed (the object was
+ * freed while it moved) waits the same way, since a read-only resolve may have
+ * read its address between the publication's two steps. A page with such
+ * slots stays {@code evacuating}: no allocation or adoption takes it meanwhile.
  */
 final class Evacuation {
 
@@ -28,6 +40,13 @@ final class Evacuation {
     /** Blocks moved so far (read by statistics: a plain long read racily is a hint). */
     long movedBlocks;
 
+    /** The owner word of a slot whose block moved out (or never moved in): index 0 is never handed out. */
+    static final int MOVED_OUT = HandleTable.NO_INDEX;
+    /** Slots to release after the next epoch change: their pages and slots. */
+    private int movedOutCount;
+    private Page[] movedOutPage = new Page[64];
+    private int[] movedOutSlot = new int[64];
+
     Evacuation(HandleTable table, SizeClassPages[] classes, long maxBytes, EmptiedPages emptied) {
         this.table = table;
         this.classes = classes;
@@ -38,6 +57,11 @@ final class Evacuation {
     /** {@return the moves planned and not yet executed} */
     int count() {
         return count;
+    }
+
+    /** {@return whether slots wait for the next epoch change ({@link #releaseMovedOut})} */
+    boolean hasMovedOut() {
+        return movedOutCount > 0;
     }
 
     /**
@@ -84,8 +108,8 @@ final class Evacuation {
                     int movesBefore = count;
                     for (int slot = 0; slot < src.owner.length; slot++) {
                         int index = src.owner[slot];
-                        if (index < 0) {
-                            continue;
+                        if (index <= MOVED_OUT) {
+                            continue; // free, or moved out and waiting for its release
                         }
                         while (dst.isFull() && front < back) {
                             dst = candidates[++front];
@@ -100,7 +124,7 @@ final class Evacuation {
                         add(index, src, slot, dst, dst.take(index));
                         bytes += c.blockSize;
                     }
-                    if (count == movesBefore) {
+                    if (count == movesBefore && src.movedOut == 0) {
                         src.evacuating = false; // nothing movable in it (freed or unpublished blocks only)
                     }
                     sources++;
@@ -177,9 +201,10 @@ final class Evacuation {
 
     /**
      * Copies the planned blocks (the epoch that could reach them is closed, and
-     * their entries are MOVING), publishes them, releases their old slots.
-     * A block freed while it moved keeps its old place for the free's limbo
-     * entry; its reserved target slot is given back instead.
+     * their entries are MOVING) and publishes them; their old slots wait for the
+     * next epoch change ({@link #releaseMovedOut}). A block freed while it moved
+     * keeps its old place for the free's limbo entry; its reserved target slot
+     * waits for the next epoch change instead.
      */
     long execute() {
         long moved = 0;
@@ -197,27 +222,18 @@ final class Evacuation {
                     Page src = mvSrc[k], dst = mvDst[k];
                     dst.movesIn--;
                     if (table.publishMoved(mvIndex[k], dst.addressOf(mvDstSlot[k]), dst)) {
-                        src.release(mvSrcSlot[k]);
+                        moveOut(src, mvSrcSlot[k]);
                         moved += c.blockSize;
                         movedBlocks++;
                     } else {
-                        dst.release(mvDstSlot[k]); // freed while moving: the target slot goes back
-                        if (dst.used == 0 && dst.pagePos >= 0) {
-                            c.removePage(dst);
-                            emptied.add(dst);
+                        moveOut(dst, mvDstSlot[k]); // freed while moving: the target slot goes back later
+                        if (src.movedOut == 0) {
+                            src.evacuating = false;
+                            c.refile(src);
                         }
                     }
-                    src.evacuating = false;
-                    if (dst.pagePos >= 0) {
+                    if (dst.pagePos >= 0 && dst.movedOut == 0) {
                         c.refile(dst);
-                    }
-                    if (src.used == 0) {
-                        if (src.pagePos >= 0) {
-                            c.removePage(src);
-                            emptied.add(src);
-                        }
-                    } else {
-                        c.refile(src);
                     }
                     mvSrc[k] = null;
                     mvDst[k] = null;
@@ -225,9 +241,58 @@ final class Evacuation {
             } finally {
                 c.lock.unlock();
             }
-            emptied.giveBack();
         }
         count = 0;
         return moved;
+    }
+
+    /** Marks slot {@code slot} of {@code p} moved out, to be released after the next epoch change (class lock held). */
+    private void moveOut(Page p, int slot) {
+        p.owner[slot] = MOVED_OUT;
+        p.movedOut++;
+        p.evacuating = true;
+        if (movedOutCount == movedOutPage.length) {
+            movedOutPage = Arrays.copyOf(movedOutPage, movedOutCount * 2);
+            movedOutSlot = Arrays.copyOf(movedOutSlot, movedOutCount * 2);
+        }
+        movedOutPage[movedOutCount] = p;
+        movedOutSlot[movedOutCount] = slot;
+        movedOutCount++;
+    }
+
+    /**
+     * Releases the slots that {@link #execute} left moved out: called after an epoch change
+     * that followed theirs, so no segment reaches them any more. A page left without moved-out
+     * slots is allocatable again, or given back when empty. {@return the slots released}
+     */
+    int releaseMovedOut() {
+        int n = movedOutCount;
+        for (int k = 0; k < n;) {
+            SizeClassPages c = movedOutPage[k].sizeClass;
+            c.lock.lock();
+            try {
+                for (; k < n && movedOutPage[k].sizeClass == c; k++) {
+                    Page p = movedOutPage[k];
+                    p.release(movedOutSlot[k]);
+                    movedOutPage[k] = null;
+                    if (--p.movedOut == 0) {
+                        p.evacuating = false;
+                        if (p.used == 0) {
+                            if (p.pagePos >= 0) {
+                                c.removePage(p);
+                                emptied.add(p);
+                            }
+                        } else if (p.pagePos >= 0) {
+                            c.refile(p);
+                        }
+                    }
+                }
+            } finally {
+                c.lock.unlock();
+            }
+            emptied.giveBack();
+        }
+        movedOutCount = 0;
+        return n;
     }
 }

@@ -289,8 +289,10 @@ public final class HandleTable {
         // address and page before the CAS: a free whose kill reads the CAS's state (no MOVING)
         // sees both, so it may act on the page (a thread-owned page's lists); a free that killed
         // the entry while MOVING reads neither (it goes to the limbo) and meets the restore below
-        w[o + 1] = address;
         pages[index & CHUNK_MASK] = page;
+        // release: a read-only resolve that loads this address (before the CAS, the state still
+        // MOVING) sees the copy made before it (CompactFitHeap#resolveForReading)
+        LONGS.setRelease(w, o + 1, address);
         if (!LONGS.compareAndSet(w, o, st, st & ~MOVING)) {
             w[o + 1] = old; // killed between the load and the CAS: the release finds the old slot by it
             pages[index & CHUNK_MASK] = oldPage;

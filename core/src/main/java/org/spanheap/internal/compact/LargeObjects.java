@@ -4,10 +4,13 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * Objects above the largest size class: each in a mapping of its own
- * ({@link OsMemory#map}, zeroed by the OS) or in a kept mapping of a reclaimed
- * one ({@link LargeMappings}, dirty), never moved. Their entries have no page;
- * a mapping's size follows from the object's size ({@link OsMemory#mappedSize}).
+ * Objects above the largest size class, never moved: up to
+ * {@link LargeSegments#MAX_OBJECT} bytes a run of granules in a segment that
+ * stays mapped ({@link LargeSegments}); larger ones each in a mapping of its own
+ * ({@link OsMemory#map}, zeroed by the OS), unmapped when released, as malloc
+ * does with blocks that large. Their entries have no page; where an
+ * object lives and what it holds follow from its size ({@link LargeSegments#fits},
+ * {@link OsMemory#mappedSize}).
  *
  * <p>{@link #lock} guards the handle indices kept for large objects, the
  * allocation counters and a publication against the heap's close (which takes
@@ -18,10 +21,10 @@ final class LargeObjects {
 
     private final HandleTable table;
     private final PageReserve pages;
-    /** Bytes mapped for live large objects and those freed and not yet released. */
+    /** Bytes mapped for live large objects of their own mappings and those freed and not yet released. */
     final AtomicLong mappedBytes = new AtomicLong();
-    /** Reclaimed large objects' mappings, reused by the next large objects. */
-    final LargeMappings kept = new LargeMappings();
+    /** The runs of the large objects that fit a segment (under {@link #lock}). */
+    final LargeSegments segments = new LargeSegments();
     final ReentrantLock lock = new ReentrantLock();
 
     // ---- under lock ----
@@ -30,6 +33,8 @@ final class LargeObjects {
     long allocated, allocatedBytes;
     /** Objects released by rounds and their bytes (round thread; read under the round lock or racily). */
     long released, releasedBytes;
+    /** Bytes of own mappings unmapped by releases so far (round thread; read racily). */
+    private volatile long unmappedBytes;
 
     LargeObjects(HandleTable table, PageReserve pages) {
         this.table = table;
@@ -50,13 +55,37 @@ final class LargeObjects {
         }
     }
 
-    /** {@return a kept mapping for {@code size} bytes (dirty), or 0 if none} Counts it as mapped. */
-    long takeKept(long size) {
-        long address = kept.take(size);
-        if (address != 0) {
-            mappedBytes.addAndGet(OsMemory.mappedSize(size));
+    /**
+     * {@return a run for an object of {@code size} bytes that fits a segment, bit 0 set if it may
+     * hold non-zero bytes} Caller holds {@link #lock}.
+     */
+    long takeRun(long size) {
+        return segments.take(size);
+    }
+
+    /** Gives back a run from {@link #takeRun} that was never published (its fill failed). */
+    void giveUnpublishedRun(long address, long size) {
+        lock.lock();
+        try {
+            segments.give(address, size);
+        } finally {
+            lock.unlock();
         }
-        return address;
+    }
+
+    /** Bytes held for live large objects and those freed and not yet released: mappings and runs. */
+    long heldBytes() {
+        return mappedBytes.get() + segments.usedBytes();
+    }
+
+    /** Bytes that large objects add to the heap's committed bytes: their mappings and the resident runs. */
+    long committedBytes() {
+        return mappedBytes.get() + segments.residentBytes();
+    }
+
+    /** {@return the bytes given back to the OS so far: unmapped mappings and released runs} */
+    long releasedBytes() {
+        return unmappedBytes + segments.releasedBytes();
     }
 
     /** {@return a fresh zeroed mapping for {@code size} bytes} Counts it as mapped. */
@@ -66,7 +95,7 @@ final class LargeObjects {
         return address;
     }
 
-    /** Unmaps a mapping from {@link #takeKept} or {@link #map} that was never published (its fill failed). */
+    /** Unmaps a mapping from {@link #map} that was never published (its fill failed). */
     void unmapUnpublished(long address, long size) {
         OsMemory.unmap(address, size);
         mappedBytes.addAndGet(-OsMemory.mappedSize(size));
@@ -85,31 +114,60 @@ final class LargeObjects {
         return index;
     }
 
-    /** The kept mappings' bound: 1/16 of what the heap holds, at least 2 MiB. */
-    private long keptCap() {
-        return Math.max(2L << 20, (pages.committedBytes() + mappedBytes.get()) / 16);
+    /**
+     * Gives the segments' free resident granules back to the OS once they exceed a sixteenth of
+     * the heap's pages and large objects (at least {@link #FREE_RUNS_FLOOR}), down to half of
+     * that: between the two marks nothing is given back, so a churn that frees and takes runs
+     * all the time does not pay a {@code madvise} and the page faults after it in every round.
+     * {@return the bytes given back} Round thread, or a trim ({@code all}: every free granule).
+     */
+    long giveBackRuns(boolean all) {
+        long high = Math.max(FREE_RUNS_FLOOR, (pages.committedBytes() + heldBytes()) / 16);
+        if (!all && segments.residentBytes() - segments.usedBytes() <= high) {
+            return 0; // racy reads: a hint, the next round looks again
+        }
+        lock.lock();
+        try {
+            return segments.giveBack(all ? 0 : high / 2);
+        } finally {
+            lock.unlock();
+        }
     }
+
+    /** Free resident granules the segments keep in any small heap: 1 MiB, a few objects' worth. */
+    static final long FREE_RUNS_FLOOR = 1L << 20;
 
     /**
      * Releases the large objects of {@code piece}'s group {@code group}: nobody can reach them any
-     * more (their epoch is closed); each mapping is kept for reuse or unmapped, each index goes
+     * more (their epoch is closed); each run goes back to its segment, each mapping is unmapped, each index goes
      * back to the table. {@return the mapped bytes released} Round thread only.
      */
     long release(ReleasePiece piece, int group) {
         long bytes = 0;
         int head = HandleTable.NO_INDEX;
-        for (int k = piece.groupStart(group); k < piece.groupEnd(group); k++) {
-            int pos = piece.at(k);
-            int i = piece.index(pos);
-            long size = HandleTable.size(piece.state(pos));
-            long mapped = OsMemory.mappedSize(size);
-            mappedBytes.addAndGet(-mapped);
-            kept.give(piece.address(pos), mapped, keptCap());
-            released++;
-            releasedBytes += size;
-            bytes += mapped;
-            table.setLink(i, head);
-            head = i;
+        lock.lock(); // the runs: allocations take them under it
+        try {
+            for (int k = piece.groupStart(group); k < piece.groupEnd(group); k++) {
+                int pos = piece.at(k);
+                int i = piece.index(pos);
+                long size = HandleTable.size(piece.state(pos));
+                if (LargeSegments.fits(size)) {
+                    segments.give(piece.address(pos), size);
+                    bytes += LargeSegments.heldSize(size);
+                } else {
+                    long mapped = OsMemory.mappedSize(size);
+                    OsMemory.unmap(piece.address(pos), mapped);
+                    mappedBytes.addAndGet(-mapped);
+                    unmappedBytes += mapped;
+                    bytes += mapped;
+                }
+                released++;
+                releasedBytes += size;
+                table.setLink(i, head);
+                head = i;
+            }
+        } finally {
+            lock.unlock();
         }
         if (head != HandleTable.NO_INDEX) {
             table.giveIndices(head); // large objects are rare: their indices go straight back
@@ -117,18 +175,26 @@ final class LargeObjects {
         return bytes;
     }
 
-    /** Adds the mapping of entry {@code index} to {@code ranges} if it is a large object's. */
+    /**
+     * Adds the mapping of entry {@code index} to {@code ranges} if it is a large object's of its
+     * own mapping (runs count with their segments: {@link LargeSegments#addRanges}).
+     */
     void addIfLarge(int index, MemoryRanges ranges) {
         long address = table.address(index);
-        if (table.pageOf(index) == null && address != 0) {
+        if (table.pageOf(index) == null && address != 0
+                && !LargeSegments.fits(HandleTable.size(table.stateAcquire(index)))) {
             ranges.add(address, OsMemory.mappedSize(HandleTable.size(table.stateAcquire(index))));
         }
     }
 
-    /** Unmaps the mapping of entry {@code index} if it is a large object's (at close). */
+    /**
+     * Unmaps the mapping of entry {@code index} if it is a large object's of its own mapping (at
+     * close; the segments go with {@link LargeSegments#unmapAll}).
+     */
     void unmapIfLarge(int index) {
-        if (table.pageOf(index) == null && table.address(index) != 0) {
-            long mapped = OsMemory.mappedSize(HandleTable.size(table.stateAcquire(index)));
+        long size = HandleTable.size(table.stateAcquire(index));
+        if (table.pageOf(index) == null && table.address(index) != 0 && !LargeSegments.fits(size)) {
+            long mapped = OsMemory.mappedSize(size);
             OsMemory.unmap(table.address(index), mapped);
             mappedBytes.addAndGet(-mapped);
         }

@@ -15,24 +15,22 @@ import org.spanheap.internal.Zeroing;
 
 /**
  * The memory calls of the OS the compacting heap makes itself, through
- * libc: {@code mmap} and {@code munmap} for pages and large objects mapped one
- * by one, {@code mremap} to grow a kept mapping, and
- * {@code madvise(MADV_DONTNEED)} to give the memory of an emptied page back
- * while its address range stays with the span heap.
+ * libc: {@code mmap} and {@code munmap} for pages mapped one by one, large
+ * segments and the largest objects, and {@code madvise(MADV_DONTNEED)} to give
+ * the memory of an emptied page or of free granules of a large segment back
+ * while its address range stays mapped.
  *
  * <p>These are Linux's calls (the flag values are Linux's): on Linux with any C
  * runtime, {@link #MAPS} is true. Elsewhere (macOS, Windows, or a C runtime
  * without one of them) a "mapping" is a block of the C runtime's allocator
  * ({@link SystemMalloc}, aligned to {@link #OS_PAGE} and zeroed here),
  * {@link #unmap} frees it, {@link #release} does nothing (an emptied page's
- * memory returns when the page is freed, as malloc decides), and
- * {@link LargeMappings} keeps nothing (a malloc block cannot be grown in place
- * or cut, and malloc keeps freed memory for reuse itself). The compacting heap
+ * memory returns when the page is freed, as malloc decides). The compacting heap
  * works the same on both; only when memory leaves the process differs.
  *
  * @implNote Each is a system call of a few microseconds (plus page faults
- * on first touch of the memory it maps or releases); callers use them per page
- * or per large object, never per small object.
+ * on first touch of the memory it maps or releases); callers use them per page,
+ * per large segment or per object above a segment's share, never per small object.
  */
 final class OsMemory {
 
@@ -44,9 +42,7 @@ final class OsMemory {
     private static final MethodHandle MMAP;
     private static final MethodHandle MUNMAP;
     private static final MethodHandle MADVISE;
-    private static final MethodHandle MREMAP;
     private static final MethodHandle MINCORE;
-    private static final int MREMAP_MAYMOVE = 1;
 
     /** Whether the Linux calls are used; otherwise the C runtime's allocator stands in (see the class comment). */
     static final boolean MAPS;
@@ -56,17 +52,13 @@ final class OsMemory {
         SymbolLookup libc = linker.defaultLookup();
         boolean linux = System.getProperty("os.name", "").toLowerCase(Locale.ROOT).startsWith("linux");
         MAPS = linux && libc.find("mmap").isPresent() && libc.find("munmap").isPresent()
-                && libc.find("mremap").isPresent() && libc.find("madvise").isPresent();
+                && libc.find("madvise").isPresent();
         if (MAPS) {
             MMAP = linker.downcallHandle(libc.find("mmap").orElseThrow(),
                     FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
                             ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
             MUNMAP = linker.downcallHandle(libc.find("munmap").orElseThrow(),
                     FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
-            // mremap is variadic (an optional new address): call it with its four fixed arguments
-            MREMAP = linker.downcallHandle(libc.find("mremap").orElseThrow(),
-                    FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                            ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT), Linker.Option.firstVariadicArg(4));
             MINCORE = libc.find("mincore").isEmpty() ? null : linker.downcallHandle(libc.find("mincore").orElseThrow(),
                     FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
                             ValueLayout.ADDRESS));
@@ -74,12 +66,12 @@ final class OsMemory {
                     FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
                             ValueLayout.JAVA_INT));
         } else {
-            MMAP = MUNMAP = MREMAP = MINCORE = MADVISE = null;
+            MMAP = MUNMAP = MINCORE = MADVISE = null;
         }
     }
 
     /** The calls a test can make fail ({@link #failCalls}). */
-    enum Call { MAP, GROW }
+    enum Call { MAP }
 
     /**
      * Test hook, as the native core's {@code sh_debug_fail_os_call}: per call kind, how many
@@ -174,31 +166,6 @@ final class OsMemory {
             throw new IllegalStateException("munmap failed at 0x" + Long.toHexString(address));
         }
         MAPPED.addAndGet(-mappedSize(size));
-    }
-
-    /**
-     * Grows a mapping from {@link #map} to {@code newSize} bytes, moving it if
-     * it must (the kernel moves the page tables: the pages already touched
-     * stay resident, only the new tail faults in). Returns its address.
-     *
-     * @throws SpanHeapOutOfMemoryError if the OS refuses (the old mapping is unchanged)
-     */
-    static long grow(long address, long oldSize, long newSize) {
-        if (!MAPS) {
-            throw new AssertionError("grow without mremap: LargeMappings keeps nothing then");
-        }
-        long from = mappedSize(oldSize), to = mappedSize(newSize);
-        long p;
-        try {
-            p = refused(Call.GROW) ? -1L : (long) MREMAP.invokeExact(address, from, to, MREMAP_MAYMOVE);
-        } catch (Throwable t) {
-            throw new AssertionError(t);
-        }
-        if (p == -1L) {
-            throw new SpanHeapOutOfMemoryError("the OS refused to grow a mapping to " + to + " bytes (mremap)", false);
-        }
-        MAPPED.addAndGet(to - from);
-        return p;
     }
 
     /** Whether {@link #residentBytes} can ask the OS (Linux's {@code mincore}). */

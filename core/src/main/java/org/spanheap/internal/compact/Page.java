@@ -9,7 +9,8 @@ package org.spanheap.internal.compact;
  *
  * <p>{@code owner[slot]} is the handle index whose block sits in that slot,
  * or, for a free slot, a negative number that links the free slots: {@code
- * -2 - next} ({@code -1}: the last). Compact-fit stores the abstract address
+ * -2 - next} ({@code -1}: the last), or {@link Evacuation#MOVED_OUT} (0) for a
+ * slot whose block moved away and whose release waits for an epoch change. Compact-fit stores the abstract address
  * in the object so that a block chosen for moving finds its A2C entry in O(1);
  * we keep it beside the page instead, so objects carry no header. The free
  * list threaded through it (instead of a second array, 4 bytes per block less)
@@ -29,8 +30,13 @@ final class Page {
     long notFullSince;
     /** Position in the class's list of all pages. */
     int pagePos = -1;
-    /** Set while a compaction round moves blocks out of this page: allocation avoids it. */
+    /**
+     * Set while a compaction round moves blocks out of this page, and while slots of it wait
+     * for their release one epoch after a move ({@link #movedOut}): allocation and adoption avoid it.
+     */
     boolean evacuating;
+    /** Slots marked {@link Evacuation#MOVED_OUT}: released after the next epoch change. */
+    int movedOut;
     /** Moves a round planned into this page and has not yet published: no thread may adopt it meanwhile. */
     int movesIn;
     /**

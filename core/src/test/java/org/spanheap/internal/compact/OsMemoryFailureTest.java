@@ -20,7 +20,7 @@ import org.spanheap.SpanHeapOutOfMemoryError;
 /**
  * The compacting heap's own system calls refused (the fault injection, for the calls the
  * native core's {@code sh_debug_fail_os_call} does not reach: pages mapped one by one, large
- * objects, growing a kept mapping). A refused call fails the allocation with
+ * segments, objects mapped alone). A refused call fails the allocation with
  * {@link SpanHeapOutOfMemoryError}, changes no statistic, leaks no mapping, leaves every other
  * object intact, and the heap works again once the OS agrees.
  */
@@ -29,7 +29,6 @@ class OsMemoryFailureTest {
     @AfterEach
     void disarm() {
         OsMemory.failCalls(OsMemory.Call.MAP, 0, 0);
-        OsMemory.failCalls(OsMemory.Call.GROW, 0, 0);
     }
 
     private static MemorySegment pattern(int size, long seed) {
@@ -88,7 +87,7 @@ class OsMemoryFailureTest {
     void refusedLargeMappingFailsTheAllocationOnly() {
         long mappedBefore = OsMemory.MAPPED.get();
         try (CompactingHeap heap = CompactingHeap.create()) {
-            MemorySegment canaryBytes = pattern(500_000, 3);
+            MemorySegment canaryBytes = pattern(500_000, 3); // a run of a large segment
             long canary = heap.allocateFrom(canaryBytes);
             CompactingHeapStats before = heap.stats();
             long mapped = OsMemory.MAPPED.get();
@@ -96,14 +95,14 @@ class OsMemoryFailureTest {
             OsMemory.failCalls(OsMemory.Call.MAP, 1, 2);
             for (int i = 0; i < 2; i++) {
                 SpanHeapOutOfMemoryError e = assertThrows(SpanHeapOutOfMemoryError.class,
-                        () -> heap.allocate(1 << 20));
+                        () -> heap.allocate(6 << 20)); // above a segment's share: a mapping of its own
                 assertTrue(e.getMessage().contains("mmap"), e.getMessage());
             }
             assertSameCounts(before, heap.stats());
             assertEquals(mapped, OsMemory.MAPPED.get(), "nothing mapped");
             assertHolds(heap, canary, canaryBytes);
 
-            MemorySegment bytes = pattern(1 << 20, 4);
+            MemorySegment bytes = pattern(6 << 20, 4);
             long h = heap.allocateFrom(bytes);
             assertHolds(heap, h, bytes);
             assertEquals(before.largeObjects() + 1, heap.stats().largeObjects());
@@ -114,30 +113,27 @@ class OsMemoryFailureTest {
     }
 
     @Test
-    void refusedGrowthOfAKeptMappingMapsAfresh() {
+    void refusedSegmentMappingFailsTheAllocationOnly() {
         long mappedBefore = OsMemory.MAPPED.get();
         try (CompactingHeap heap = CompactingHeap.create()) {
-            heap.free(heap.allocate(300_000));
-            heap.compact(); // the round keeps the 300 KB mapping for reuse
-            OsMemory.failCalls(OsMemory.Call.GROW, 1, 1);
-            MemorySegment bytes = pattern(1 << 20, 5);
-            long h = heap.allocateFrom(bytes); // the kept mapping cannot grow: a new one is mapped
-            assertEquals(0, OsMemory.refusalsLeft(OsMemory.Call.GROW), "the kept mapping was asked to grow");
-            assertHolds(heap, h, bytes);
-
-            OsMemory.failCalls(OsMemory.Call.GROW, 1, 1);
-            OsMemory.failCalls(OsMemory.Call.MAP, 1, 1);
+            MemorySegment canaryBytes = pattern(1000, 6);
+            long canary = heap.allocateFrom(canaryBytes);
             CompactingHeapStats before = heap.stats();
-            assertThrows(SpanHeapOutOfMemoryError.class, () -> heap.allocate(2 << 20));
-            assertEquals(0, OsMemory.refusalsLeft(OsMemory.Call.GROW), "growth was tried first");
-            assertSameCounts(before, heap.stats());
-            assertHolds(heap, h, bytes);
+            long mapped = OsMemory.MAPPED.get();
 
-            long again = heap.allocate(2 << 20); // grows the kept mapping or maps a new one
-            heap.free(again);
+            OsMemory.failCalls(OsMemory.Call.MAP, 1, 1); // the first large segment
+            SpanHeapOutOfMemoryError e = assertThrows(SpanHeapOutOfMemoryError.class, () -> heap.allocate(1 << 20));
+            assertTrue(e.getMessage().contains("mmap"), e.getMessage());
+            assertSameCounts(before, heap.stats());
+            assertEquals(mapped, OsMemory.MAPPED.get(), "nothing mapped");
+
+            MemorySegment bytes = pattern(1 << 20, 7);
+            long h = heap.allocateFrom(bytes); // the OS agrees again: the segment is mapped now
+            assertHolds(heap, h, bytes);
+            assertHolds(heap, canary, canaryBytes);
+            assertEquals(before.largeObjects() + 1, heap.stats().largeObjects());
             heap.free(h);
-            heap.compact();
-            assertEquals(0, heap.stats().liveObjects());
+            heap.free(canary);
         }
         assertEquals(mappedBefore, OsMemory.MAPPED.get(), "close unmapped everything");
     }
