@@ -2,8 +2,8 @@
 # The scaling figures on a many-core machine, in one pass that fits a few minutes: the native
 # harness's larson, threadtest and prod-con against glibc, jemalloc and mimalloc; the compacting
 # heap's cache churn (lanes, thread-owned pages, malloc) at rising thread counts; CacheBenchmark's
-# 5% and 50% write rows against OHC; the 64 B allocate+touch+free against the allocators through
-# FFM; the one-thread replace.
+# 5% and 50% write rows against OHC; the Java allocator rows (64 B allocate+touch+free at 1 and all
+# threads, threadtest, larson) against the allocators through FFM; the one-thread replace.
 #
 #   tools/many-cores.sh OUT_DIR [THREADS]        THREADS: the top thread count (default nproc, at most 16)
 #
