@@ -489,14 +489,26 @@ static sh_span *span_take_retired(sh_heap *h, sh_lab *lab, unsigned cls)
  * moves are bounded by thread exits, not by frees. The orphanage's lock is
  * held across the CAS, as in span_make_reusable, so an emptier always finds
  * the span linked. Nothing happens to a full span, or if a free moved it
- * meanwhile (adopted, emptying). */
+ * meanwhile (adopted, emptying).
+ *
+ * lab is the exiting LAB, which made s FLOATING with its own index just
+ * before (sh_span_detach, reusable_set_release_one) and since then owns s
+ * no more: a free may have emptied it, and another thread may have taken
+ * it from the pool for another class and retired it, FLOATING again with
+ * free blocks. The CAS therefore also requires lab's index: while its
+ * thread exits nobody else holds lab, and a span is FLOATING with a LAB's
+ * index only after a retire or detach by that LAB, so a span that still
+ * carries it is the one lab left, of the class cls. (Without the check such
+ * a span went into the orphanage's set of the wrong class, and the next
+ * refill carved blocks of one size from a span of another.) */
 static void span_orphan(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls)
 {
     sh_lab *o = h->orphans;
     pthread_mutex_lock(&o->lock);
     /* relaxed: the CAS re-validates */
     uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
-    while (sh_anchor_state(a) == SH_ST_FLOATING && sh_anchor_count(a) > 0) {
+    while (sh_anchor_state(a) == SH_ST_FLOATING && sh_anchor_lab(a) == lab->idx &&
+           sh_anchor_count(a) > 0) {
         uint64_t nw = sh_anchor_pack(SH_ST_REUSABLE, o->idx, sh_anchor_count(a), sh_anchor_head(a));
         /* acq_rel: our link writes are ordered after the previous owner's
          * header writes, and a taker (acquire) sees them */
