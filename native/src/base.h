@@ -42,6 +42,12 @@
 #define SH_NUM_CLASSES 60
 #define SH_MAX_SMALL ((size_t)1 << 20)          /* largest class: 1 MiB    */
 #define SH_NUM_REAL 5                           /* distinct real-span sizes */
+/* real span of a class: the smallest real size holding SH_MIN_BLOCKS blocks,
+ * SH_SMALL_MIN_BLOCKS for blocks of at most SH_SMALL_BAND_MAX bytes
+ * (size_class.c, docs/native-core.md "Size classes") */
+#define SH_MIN_BLOCKS 8u
+#define SH_SMALL_BAND_MAX 1024u
+#define SH_SMALL_MIN_BLOCKS 60u
 #define SH_HEADER_SIZE 256u                     /* span header, rounded    */
 #define SH_MAX_ALIGN_SMALL 4096u                /* alignments served by classes */
 #define SH_MAX_SIZE ((size_t)1 << 46)           /* larger requests: SH_E_INVALID */

@@ -146,14 +146,17 @@ SH_NOINLINE sh_lab *sh_lab_get_slow(sh_heap *h)
         }
         t->registered = true;
     }
-    /* drop entries of destroyed heaps */
-    sh_registry_lock();
-    size_t j = 0;
-    for (size_t i = 0; i < t->n; i++)
-        if (sh_heap_is_live(t->v[i].heap, t->v[i].gen))
-            t->v[j++] = t->v[i];
-    t->n = j;
-    sh_registry_unlock();
+    /* drop entries of destroyed heaps (a new thread has none: it skips
+     * the process-wide registry lock) */
+    if (t->n > 0) {
+        sh_registry_lock();
+        size_t j = 0;
+        for (size_t i = 0; i < t->n; i++)
+            if (sh_heap_is_live(t->v[i].heap, t->v[i].gen))
+                t->v[j++] = t->v[i];
+        t->n = j;
+        sh_registry_unlock();
+    }
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 4;
         sh_tls_entry *v = sh_meta_realloc(t->v, cap * sizeof *v);

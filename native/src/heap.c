@@ -540,19 +540,26 @@ SH_API void sh_stats(sh_heap *h, sh_heap_stats *out)
     pthread_mutex_unlock(&h->lab_lock);
     /* relaxed everywhere: statistics, exact only when quiescent */
     int64_t live[SH_NUM_CLASSES] = {0};
+    int64_t cnt[SH_CNT_N];
+    for (unsigned k = 0; k < SH_CNT_N; k++)
+        cnt[k] = atomic_load_explicit(&h->counts.v[k], memory_order_relaxed);
     for (unsigned i = 1; i <= nlabs; i++) {
+        /* acquire: pairs with the release that published the LAB */
         sh_lab *lab = atomic_load_explicit(&h->labs[i], memory_order_acquire);
         if (!lab)
             continue;
         for (unsigned c = 0; c < SH_NUM_CLASSES; c++)
             live[c] += (int64_t)(atomic_load_explicit(&lab->allocs[c], memory_order_relaxed) -
                                  atomic_load_explicit(&lab->frees[c], memory_order_relaxed));
+        /* the span-event deltas of the LAB's threads (heap_types.h) */
+        for (unsigned k = 0; k < SH_CNT_N; k++)
+            cnt[k] += atomic_load_explicit(&lab->counts.v[k], memory_order_relaxed);
     }
     int64_t large = atomic_load_explicit(&h->large_bytes, memory_order_relaxed);
     uint64_t live_bytes = nonneg(large);
     for (unsigned c = 0; c < SH_NUM_CLASSES; c++) {
         out->class_live_blocks[c] = nonneg(live[c]);
-        out->class_spans[c] = nonneg(atomic_load_explicit(&h->class_spans[c], memory_order_relaxed));
+        out->class_spans[c] = nonneg(cnt[SH_CNT_CLASS0 + c]);
         live_bytes += out->class_live_blocks[c] * sh_classes[c].block_size;
     }
     uint64_t carved = atomic_load_explicit(&h->arena.next, memory_order_relaxed);
@@ -568,11 +575,11 @@ SH_API void sh_stats(sh_heap *h, sh_heap_stats *out)
     out->large_bytes = nonneg(large);
     out->large_count = nonneg(atomic_load_explicit(&h->large_count, memory_order_relaxed));
     out->limit_bytes = h->byte_limit;
-    out->limited_bytes = nonneg(atomic_load_explicit(&h->limited, memory_order_relaxed));
+    out->limited_bytes = nonneg(cnt[SH_CNT_LIMITED]);
     out->spans_carved = carved < h->arena.nspans ? carved : h->arena.nspans;
-    out->spans_hot = nonneg(atomic_load_explicit(&h->n_hot, memory_order_relaxed));
-    out->spans_floating = nonneg(atomic_load_explicit(&h->n_floating, memory_order_relaxed));
-    out->spans_reusable = nonneg(atomic_load_explicit(&h->n_reusable, memory_order_relaxed));
-    out->spans_free = nonneg(atomic_load_explicit(&h->n_free, memory_order_relaxed));
+    out->spans_hot = nonneg(cnt[SH_CNT_HOT]);
+    out->spans_floating = nonneg(cnt[SH_CNT_FLOATING]);
+    out->spans_reusable = nonneg(cnt[SH_CNT_REUSABLE]);
+    out->spans_free = nonneg(cnt[SH_CNT_FREE]);
     out->madvise_calls = atomic_load_explicit(&h->madvise_calls, memory_order_relaxed);
 }

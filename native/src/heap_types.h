@@ -20,6 +20,33 @@
 #include "base.h"
 #include "span_header.h"
 
+/* ---- span-event counters ------------------------------------------------- */
+
+/* What sh_stats reports about spans: how many are in each state, how many
+ * hold each class, and the real-span bytes counted against the byte limit.
+ * They change on span events (a span taken, retired, made reusable,
+ * emptied), which larson's threads cause every twenty operations or so; one
+ * shared counter line written by all of them was the heap's most contended
+ * line. So every LAB keeps its own signed deltas (v[] below), written only by
+ * the thread that holds the LAB, and sh_stats sums the heap's and every
+ * LAB's: a LAB that retires a span another LAB took goes negative, the sum
+ * does not. The heap's own copy counts the events of callers without a LAB
+ * and, as v[SH_CNT_LIMITED], the bytes of a heap with a byte limit, which
+ * must be one counter to be bounded (limit.c). */
+enum {
+    SH_CNT_HOT,        /* spans HOT                                      */
+    SH_CNT_FLOATING,   /* spans FLOATING                                 */
+    SH_CNT_REUSABLE,   /* spans REUSABLE                                 */
+    SH_CNT_FREE,       /* free spans: in the pool or a LAB's spare slot  */
+    SH_CNT_LIMITED,    /* real-span and large bytes (limit.c)            */
+    SH_CNT_CLASS0,     /* + cls: spans holding class cls                 */
+    SH_CNT_N = SH_CNT_CLASS0 + SH_NUM_CLASSES
+};
+
+typedef struct sh_span_counts {
+    _Atomic int64_t v[SH_CNT_N];
+} sh_span_counts;
+
 /* ---- LAB (local allocation buffer, one per thread per heap) -------------- */
 
 /* A deferred free chain: blocks of one span (not the LAB's hot span for
@@ -54,6 +81,9 @@ typedef struct sh_lab {
     bool defer;                   /* bound to a thread that flushes it: frees
                                      may use pend[] (see sh_lab_flush) and
                                      empty spans may stay in spare[]         */
+    /* span-event deltas of this LAB's thread (sh_tally); on their own
+     * lines: only the owner writes them, sh_stats reads them */
+    _Alignas(64) sh_span_counts counts;
     sh_span *spare[SH_SPARE_REAL]; /* one empty span per small real size,
                                      owner thread only (span_pool.c)        */
     /* the last spans this LAB retired per class (HOT -> FLOATING), owner
@@ -117,13 +147,13 @@ struct sh_heap {
 
     sh_large_table large;
 
-    /* slow-path counters (span events, not block events): relaxed atomics,
-     * on their own cache lines, away from the read-mostly fields above that
-     * every sh_alloc/sh_free reads */
-    _Alignas(64) _Atomic int64_t limited;
-    _Atomic int64_t n_hot, n_floating, n_reusable, n_free;
-    _Atomic int64_t class_spans[SH_NUM_CLASSES];
-    _Atomic int64_t resident;
+    /* span events of callers without a LAB, and the byte limit's counter
+     * (see sh_span_counts); relaxed atomics on their own cache lines, away
+     * from the read-mostly fields above that every sh_alloc/sh_free reads */
+    _Alignas(64) sh_span_counts counts;
+    /* memory counters, changed when a span's pages are first touched or
+     * given back (not per span event in a steady state) */
+    _Alignas(64) _Atomic int64_t resident;
     _Atomic int64_t advised;
     _Atomic int64_t pool_kept;    /* resident bytes of pooled spans that
                                      reached the madvise threshold           */
@@ -133,5 +163,23 @@ struct sh_heap {
 
     struct sh_heap *reg_next;     /* registry of live heaps                 */
 };
+
+/* Adds n to span-event counter which (SH_CNT_*) on behalf of actor, the
+ * calling thread's LAB: a plain load and store of the LAB's own delta (no
+ * lock prefix: only the thread holding the LAB writes it, and a LAB passes
+ * between threads only through lab_lock or a borrower's lock, which order
+ * the writes); relaxed, because sh_stats only needs each value eventually
+ * and the counters order no data. Without an actor (NULL), an atomic add
+ * to the heap's copy. */
+static inline void sh_tally(sh_heap *h, sh_lab *actor, unsigned which, int64_t n)
+{
+    if (actor) {
+        _Atomic int64_t *c = &actor->counts.v[which];
+        atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                              memory_order_relaxed);
+    } else {
+        atomic_fetch_add_explicit(&h->counts.v[which], n, memory_order_relaxed);
+    }
+}
 
 #endif /* SH_HEAP_TYPES_H */

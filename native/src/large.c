@@ -193,7 +193,7 @@ void *sh_large_alloc(sh_heap *h, size_t size, size_t alignment)
         usable = SH_PAGE;
     if (alignment < SH_PAGE)
         alignment = SH_PAGE;
-    if (!sh_limit_acquire(h, usable)) {
+    if (!sh_limit_acquire(h, NULL, usable)) {
         sh_set_error(SH_E_LIMIT);
         return NULL;
     }
@@ -203,7 +203,7 @@ void *sh_large_alloc(sh_heap *h, size_t size, size_t alignment)
         size_t map_len = usable + (alignment > SH_PAGE ? alignment : 0);
         char *m = sh_os_map(map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
         if (!m) {
-            sh_limit_release(h, usable);
+            sh_limit_release(h, NULL, usable);
             sh_set_error(SH_E_NOMEM);
             return NULL;
         }
@@ -221,7 +221,7 @@ void *sh_large_alloc(sh_heap *h, size_t size, size_t alignment)
     pthread_mutex_unlock(&h->large.lock);
     if (!ok) {
         sh_os_unmap(p, usable);
-        sh_limit_release(h, usable);
+        sh_limit_release(h, NULL, usable);
         sh_set_error(SH_E_NOMEM);
         return NULL;
     }
@@ -263,7 +263,7 @@ int sh_large_free(sh_heap *h, void *p)
         return double_free ? SH_E_DOUBLE_FREE : SH_E_NOT_OWNED;
     if (!kept)
         sh_os_unmap(p, size);
-    sh_limit_release(h, size);
+    sh_limit_release(h, NULL, size);
     /* relaxed: statistics only */
     atomic_fetch_sub_explicit(&h->large_bytes, (int64_t)size, memory_order_relaxed);
     atomic_fetch_sub_explicit(&h->large_count, 1, memory_order_relaxed);

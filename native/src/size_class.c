@@ -13,8 +13,14 @@
  *   aligned request picks the smallest class whose blocks are naturally
  *   aligned (sh_class_for_aligned).
  *   real_span_size = the smallest of 16/64/256 KiB, 1/2 MiB holding at least
- *   8 blocks (2 MiB, the whole virtual span, for the biggest classes). Few
- *   distinct real sizes, so free spans are shared by many classes.
+ *   SH_MIN_BLOCKS (8) blocks (2 MiB, the whole virtual span, for the biggest
+ *   classes), and at least SH_SMALL_MIN_BLOCKS (60) for blocks of up to
+ *   SH_SMALL_BAND_MAX (1 KiB): 16 KiB up to 256 B, 64 KiB for 320 B..1 KiB.
+ *   A small-block span that holds only 15..50 blocks is refilled, retired
+ *   and made reusable every few dozen operations, and a thread's random
+ *   frees spread over many such spans (larson at 16..1024 B did 1.7x the
+ *   work per CPU-second with the band, docs/benchmarks/native/larson-scaling).
+ *   Few distinct real sizes, so free spans are shared by many classes.
  */
 #include <pthread.h>
 
@@ -43,9 +49,10 @@ static void classes_build(void)
         uint32_t low = bs & (~bs + 1);
         uint32_t align = low < SH_MAX_ALIGN_SMALL ? low : SH_MAX_ALIGN_SMALL;
         uint32_t off = align > SH_HEADER_SIZE ? align : SH_HEADER_SIZE;
+        uint32_t min_blocks = bs <= SH_SMALL_BAND_MAX ? SH_SMALL_MIN_BLOCKS : SH_MIN_BLOCKS;
         unsigned ri = SH_NUM_REAL - 1;
         for (unsigned r = 0; r < SH_NUM_REAL; r++) {
-            if ((sh_real_sizes[r] - off) / bs >= 8) {
+            if ((sh_real_sizes[r] - off) / bs >= min_blocks) {
                 ri = r;
                 break;
             }

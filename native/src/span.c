@@ -67,13 +67,15 @@
 #define AO_RELAXED memory_order_relaxed
 #define AO_ACQ_REL memory_order_acq_rel
 
-static void stat_move(_Atomic int64_t *from, _Atomic int64_t *to)
+/* A span moves from state counter `from` to `to` (SH_CNT_*, or STAT_NONE),
+ * counted in the acting thread's LAB (heap_types.h, sh_tally). */
+#define STAT_NONE SH_CNT_N
+static void stat_move(sh_heap *h, sh_lab *actor, unsigned from, unsigned to)
 {
-    /* relaxed: statistics only, no ordering with the span's data */
-    if (from)
-        atomic_fetch_sub_explicit(from, 1, AO_RELAXED);
-    if (to)
-        atomic_fetch_add_explicit(to, 1, AO_RELAXED);
+    if (from != STAT_NONE)
+        sh_tally(h, actor, from, -1);
+    if (to != STAT_NONE)
+        sh_tally(h, actor, to, 1);
 }
 
 _Static_assert(SH_NUM_CLASSES <= 64, "reusable_mask has a bit per class");
@@ -157,8 +159,8 @@ void sh_span_init(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls)
     atomic_store_explicit(&s->blk_recip, c->recip, AO_RELAXED);
     /* release: a validator that sees the magic (acquire) sees the class */
     atomic_store_explicit(&s->magic, SH_SPAN_MAGIC, memory_order_release);
-    atomic_fetch_add_explicit(&h->class_spans[cls], 1, AO_RELAXED); /* stats */
-    stat_move(NULL, &h->n_hot);
+    sh_tally(h, lab, SH_CNT_CLASS0 + cls, 1);
+    stat_move(h, lab, STAT_NONE, SH_CNT_HOT);
 }
 
 /* ---- taking spans and giving them back ---------------------------------
@@ -177,7 +179,7 @@ static sh_span *span_take_retired(sh_heap *h, sh_lab *lab, unsigned cls);
 sh_span *sh_span_acquire(sh_heap *h, sh_lab *lab, unsigned cls)
 {
     const sh_class_desc *c = &sh_classes[cls];
-    if (!sh_limit_acquire(h, c->real_span_size)) {
+    if (!sh_limit_acquire(h, lab, c->real_span_size)) {
         sh_span *r = span_take_retired(h, lab, cls);
         if (r)
             return r;
@@ -188,19 +190,21 @@ sh_span *sh_span_acquire(sh_heap *h, sh_lab *lab, unsigned cls)
     if (c->real_idx < SH_SPARE_REAL && lab->spare[c->real_idx]) {
         s = lab->spare[c->real_idx];
         lab->spare[c->real_idx] = NULL;
-        atomic_fetch_sub_explicit(&h->n_free, 1, AO_RELAXED); /* stats */
+        sh_tally(h, lab, SH_CNT_FREE, -1);
     } else {
         s = sh_pool_take(h, c->real_idx, c->real_span_size, lab->core);
+        if (s)
+            sh_tally(h, lab, SH_CNT_FREE, -1);
     }
     if (!s) {
         sh_span *r = span_take_retired(h, lab, cls);
         if (r) {
-            sh_limit_release(h, c->real_span_size); /* it was counted when first taken */
+            sh_limit_release(h, lab, c->real_span_size); /* it was counted when first taken */
             return r;
         }
         s = sh_arena_carve(&h->arena);
         if (!s) {
-            sh_limit_release(h, c->real_span_size);
+            sh_limit_release(h, lab, c->real_span_size);
             sh_set_error(SH_E_NOMEM);
             return NULL;
         }
@@ -222,11 +226,11 @@ static void span_release(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls)
     atomic_store_explicit(&s->magic, SH_FREE_SPAN_MAGIC, AO_RELAXED);
     /* relaxed: we own the span (EMPTYING); the pool push releases it */
     atomic_store_explicit(&s->anchor, sh_anchor_pack(SH_ST_FREE, 0, 0, 0), AO_RELAXED);
-    atomic_fetch_sub_explicit(&h->class_spans[cls], 1, AO_RELAXED); /* stats */
-    sh_limit_release(h, c->real_span_size);
+    sh_tally(h, me, SH_CNT_CLASS0 + cls, -1);
+    sh_limit_release(h, me, c->real_span_size);
+    sh_tally(h, me, SH_CNT_FREE, 1); /* a spare or a pooled span is free */
     if (me && me->defer && c->real_idx < SH_SPARE_REAL && !me->spare[c->real_idx]) {
         me->spare[c->real_idx] = s;
-        atomic_fetch_add_explicit(&h->n_free, 1, AO_RELAXED); /* stats only */
         return;
     }
     sh_pool_put(h, c->real_idx, me ? me->core : 0, s);
@@ -240,9 +244,7 @@ void sh_lab_drop_spares(sh_heap *h, sh_lab *lab)
         sh_span *s = lab->spare[r];
         if (!s)
             continue;
-        lab->spare[r] = NULL;
-        /* relaxed: stats only; sh_pool_put counts it again */
-        atomic_fetch_sub_explicit(&h->n_free, 1, AO_RELAXED);
+        lab->spare[r] = NULL; /* still free: SH_CNT_FREE stays */
         sh_pool_put(h, r, lab->core, s);
     }
 }
@@ -259,11 +261,11 @@ static void span_emptied(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls, uint6
         pthread_mutex_lock(&owner->lock);
         reusable_set_remove(owner, cls, s);
         pthread_mutex_unlock(&owner->lock);
-        stat_move(&h->n_reusable, NULL);
+        stat_move(h, me, SH_CNT_REUSABLE, STAT_NONE);
     } else if (st == SH_ST_FLOATING) {
-        stat_move(&h->n_floating, NULL);
+        stat_move(h, me, SH_CNT_FLOATING, STAT_NONE);
     } else {
-        stat_move(&h->n_hot, NULL);
+        stat_move(h, me, SH_CNT_HOT, STAT_NONE);
     }
     span_release(h, me, s, cls);
 }
@@ -298,7 +300,7 @@ static bool span_make_reusable(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls,
         if (atomic_compare_exchange_weak_explicit(&s->anchor, &a, nw, AO_ACQ_REL, AO_RELAXED)) {
             reusable_set_push(target, cls, s);
             pthread_mutex_unlock(&target->lock);
-            stat_move(&h->n_floating, &h->n_reusable);
+            stat_move(h, me, SH_CNT_FLOATING, SH_CNT_REUSABLE);
             return true;
         }
     }
@@ -411,7 +413,7 @@ bool sh_span_retire(sh_heap *h, sh_lab *lab, sh_span *s)
     if (atomic_compare_exchange_strong_explicit(&s->anchor, &expect,
                                                 sh_anchor_pack(SH_ST_FLOATING, lab->idx, 0, 0),
                                                 memory_order_release, AO_RELAXED)) {
-        stat_move(&h->n_hot, &h->n_floating);
+        stat_move(h, lab, SH_CNT_HOT, SH_CNT_FLOATING);
         /* relaxed: we set the class when we took the span */
         unsigned cls = atomic_load_explicit(&s->size_class, AO_RELAXED);
         lab->retired[cls][lab->retired_next[cls]++ % SH_RETIRED_RING] = s;
@@ -471,7 +473,7 @@ static sh_span *span_take_retired(sh_heap *h, sh_lab *lab, unsigned cls)
                                                     memory_order_acquire, AO_RELAXED)) {
             lab->retired[cls][best] = NULL;
             lab->local[cls] = sh_block_at(s, sh_anchor_head(best_a));
-            stat_move(&h->n_floating, &h->n_hot);
+            stat_move(h, lab, SH_CNT_FLOATING, SH_CNT_HOT);
             return s;
         }
         /* a free changed it meanwhile: look again */
@@ -487,20 +489,32 @@ static sh_span *span_take_retired(sh_heap *h, sh_lab *lab, unsigned cls)
  * moves are bounded by thread exits, not by frees. The orphanage's lock is
  * held across the CAS, as in span_make_reusable, so an emptier always finds
  * the span linked. Nothing happens to a full span, or if a free moved it
- * meanwhile (adopted, emptying). */
-static void span_orphan(sh_heap *h, sh_span *s, unsigned cls)
+ * meanwhile (adopted, emptying).
+ *
+ * lab is the exiting LAB, which made s FLOATING with its own index just
+ * before (sh_span_detach, reusable_set_release_one) and since then owns s
+ * no more: a free may have emptied it, and another thread may have taken
+ * it from the pool for another class and retired it, FLOATING again with
+ * free blocks. The CAS therefore also requires lab's index: while its
+ * thread exits nobody else holds lab, and a span is FLOATING with a LAB's
+ * index only after a retire or detach by that LAB, so a span that still
+ * carries it is the one lab left, of the class cls. (Without the check such
+ * a span went into the orphanage's set of the wrong class, and the next
+ * refill carved blocks of one size from a span of another.) */
+static void span_orphan(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls)
 {
     sh_lab *o = h->orphans;
     pthread_mutex_lock(&o->lock);
     /* relaxed: the CAS re-validates */
     uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
-    while (sh_anchor_state(a) == SH_ST_FLOATING && sh_anchor_count(a) > 0) {
+    while (sh_anchor_state(a) == SH_ST_FLOATING && sh_anchor_lab(a) == lab->idx &&
+           sh_anchor_count(a) > 0) {
         uint64_t nw = sh_anchor_pack(SH_ST_REUSABLE, o->idx, sh_anchor_count(a), sh_anchor_head(a));
         /* acq_rel: our link writes are ordered after the previous owner's
          * header writes, and a taker (acquire) sees them */
         if (atomic_compare_exchange_weak_explicit(&s->anchor, &a, nw, AO_ACQ_REL, AO_RELAXED)) {
             reusable_set_push(o, cls, s);
-            stat_move(&h->n_floating, &h->n_reusable);
+            stat_move(h, lab, SH_CNT_FLOATING, SH_CNT_REUSABLE);
             break;
         }
     }
@@ -540,8 +554,8 @@ void sh_span_detach(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls)
             if (st == SH_ST_EMPTYING) {
                 span_emptied(h, lab, s, cls, a);
             } else {
-                stat_move(&h->n_hot, &h->n_floating);
-                span_orphan(h, s, cls);
+                stat_move(h, lab, SH_CNT_HOT, SH_CNT_FLOATING);
+                span_orphan(h, lab, s, cls);
             }
             return;
         }
@@ -570,7 +584,7 @@ sh_span *sh_span_take_reusable(sh_heap *h, sh_lab *lab, sh_lab *from, unsigned c
                 reusable_set_remove(from, cls, s);
                 pthread_mutex_unlock(&from->lock);
                 lab->local[cls] = sh_block_at(s, sh_anchor_head(a));
-                stat_move(&h->n_reusable, &h->n_hot);
+                stat_move(h, lab, SH_CNT_REUSABLE, SH_CNT_HOT);
                 return s;
             }
         }
@@ -597,7 +611,7 @@ static sh_span *reusable_set_release_one(sh_heap *h, sh_lab *lab, unsigned cls)
                                                       AO_RELAXED)) {
                 reusable_set_unlink(lab, cls, prev, next);
                 pthread_mutex_unlock(&lab->lock);
-                stat_move(&h->n_reusable, &h->n_floating);
+                stat_move(h, lab, SH_CNT_REUSABLE, SH_CNT_FLOATING);
                 return s;
             }
         }
@@ -618,6 +632,6 @@ void sh_lab_close_reusable(sh_heap *h, sh_lab *lab)
     for (unsigned cls = 0; cls < SH_NUM_CLASSES; cls++) {
         sh_span *s;
         while ((s = reusable_set_release_one(h, lab, cls)) != NULL)
-            span_orphan(h, s, cls);
+            span_orphan(h, lab, s, cls);
     }
 }

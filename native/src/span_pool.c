@@ -134,7 +134,6 @@ sh_span *sh_pool_take(sh_heap *h, unsigned real_idx, size_t real_size, unsigned 
         for (unsigned i = 0; i < h->ncores; i++) {
             sh_span *s = stack_pop(&h->pool[ri * h->ncores + (core + i) % h->ncores]);
             if (s) {
-                atomic_fetch_sub_explicit(&h->n_free, 1, memory_order_relaxed); /* stats */
                 if (ri != real_idx)
                     span_fit(h, s, real_size);
                 return s;
@@ -181,7 +180,6 @@ void sh_pool_put(sh_heap *h, unsigned real_idx, unsigned core, sh_span *s)
 {
     span_advise(h, s);
     stack_push(&h->pool[real_idx * h->ncores + core % h->ncores], s);
-    atomic_fetch_add_explicit(&h->n_free, 1, memory_order_relaxed); /* stats only */
 }
 
 /* Gives back all but the header page of every pooled span that holds more:
@@ -220,7 +218,7 @@ size_t sh_pool_trim(sh_heap *h)
                     released += len;
                 }
             }
-            stack_push(st, s); /* n_free still counts it: we took it with stack_pop */
+            stack_push(st, s);
         }
     }
     return released;

@@ -12,9 +12,11 @@
  * byte limit (allocations may fail with SH_E_LIMIT) and reuses only empty
  * spans (threshold 100%). At the end every block
  * is freed, live bytes are zero and every span is back in the span pool.
+ * Then a larson-like run of short-lived threads (test_thread_turnover).
  *
  * usage: test_stress [scale] [tsan]   (scale multiplies the operation count)
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -225,6 +227,138 @@ static void *worker(void *arg)
 }
 
 /* A thread that used a heap which is destroyed before the thread exits. */
+/* ---- thread turnover (larson) -------------------------------------------
+ *
+ * TURN_SLICES slices of TURN_SLOTS blocks of 16..1024 bytes; each slice is
+ * worked by a chain of short-lived threads: a thread replaces random slots
+ * (check the pattern, free, allocate, fill) TURN_REPLACE times, starts its
+ * successor on the slice and exits while it still owns spans. The
+ * successor frees its predecessor's blocks, and new threads take over the
+ * LABs and the orphaned spans of exited ones while other chains empty and
+ * reuse spans: the exit path races with frees, emptying and span reuse on
+ * every thread. The spans an exiting thread leaves behind must go to the
+ * orphanage only while they are still the ones it detached; a span that
+ * was emptied and taken for another class meanwhile must not. */
+enum { TURN_SLICES = 8, TURN_SLOTS = 512, TURN_REPLACE = 1000 };
+
+typedef struct turn_slice {
+    sh_heap *heap;
+    unsigned char *p[TURN_SLOTS];
+    size_t size[TURN_SLOTS];
+    uint64_t rng;
+    long threads_left; /* plain: one thread owns the slice at a time;
+                          pthread_create orders predecessor and successor */
+    pthread_t last;    /* the chain's last thread (joined by main) */
+} turn_slice;
+
+static pthread_mutex_t turn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t turn_cond = PTHREAD_COND_INITIALIZER;
+static int turn_done;
+
+/* a stamp, not a full pattern: the first word and the last byte (cheap,
+ * so that threads turn over fast) */
+static uint64_t turn_tag(const unsigned char *p)
+{
+    return (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
+}
+
+static void turn_fill(unsigned char *p, size_t n)
+{
+    uint64_t t = turn_tag(p);
+    memcpy(p, &t, sizeof t);
+    p[n - 1] = (unsigned char)(t >> 56);
+}
+
+static void turn_verify(const unsigned char *p, size_t n)
+{
+    uint64_t t = turn_tag(p);
+    if (memcmp(p, &t, sizeof t) != 0 || p[n - 1] != (unsigned char)(t >> 56))
+        atomic_fetch_add(&bad_content, 1);
+}
+
+static void *turn_worker(void *arg)
+{
+    turn_slice *sl = arg;
+    for (int i = 0; i < TURN_REPLACE; i++) {
+        unsigned k = (unsigned)(rnd(&sl->rng) % TURN_SLOTS);
+        turn_verify(sl->p[k], sl->size[k]);
+        CHECK_EQ(sh_free_checked(sl->heap, sl->p[k]), SH_OK);
+        size_t n = 16 + (size_t)(rnd(&sl->rng) % 1009);
+        unsigned char *b = sh_alloc(sl->heap, n);
+        if (!b) {
+            sh_heap_stats st;
+            sh_stats(sl->heap, &st);
+            fprintf(stderr, "test_thread_turnover: sh_alloc(%zu): %s carved %llu committed %llu left %ld\n", n, sh_error_name(sh_last_error()), (unsigned long long)st.spans_carved, (unsigned long long)st.committed_bytes, sl->threads_left);
+            exit(1);
+        }
+        turn_fill(b, n);
+        sl->p[k] = b;
+        sl->size[k] = n;
+    }
+    if (--sl->threads_left > 0) {
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        pthread_t t;
+        int rc = pthread_create(&t, &a, turn_worker, sl);
+        pthread_attr_destroy(&a);
+        if (rc == 0)
+            return NULL;
+        REQUIRE(rc == EAGAIN); /* no thread to spare: end the chain here */
+    }
+    pthread_mutex_lock(&turn_lock);
+    turn_done++;
+    pthread_cond_signal(&turn_cond);
+    pthread_mutex_unlock(&turn_lock);
+    return NULL;
+}
+
+static void test_thread_turnover(long threads_per_slice)
+{
+    sh_config cfg;
+    sh_config_init(&cfg);
+    cfg.reserve_bytes = (size_t)8 << 30; /* as the heaps above (qemu-user) */
+    sh_heap *h = sh_heap_create(&cfg);
+    REQUIRE(h);
+    static turn_slice slices[TURN_SLICES];
+    for (int s = 0; s < TURN_SLICES; s++) {
+        turn_slice *sl = &slices[s];
+        sl->heap = h;
+        sl->rng = 0x9E3779B97F4A7C15ull * (uint64_t)(s + 1);
+        sl->threads_left = threads_per_slice;
+        for (int k = 0; k < TURN_SLOTS; k++) {
+            sl->size[k] = 16 + (size_t)(rnd(&sl->rng) % 1009);
+            sl->p[k] = sh_alloc(h, sl->size[k]);
+            REQUIRE(sl->p[k]);
+            turn_fill(sl->p[k], sl->size[k]);
+        }
+    }
+    for (int s = 0; s < TURN_SLICES; s++) {
+        pthread_t t;
+        REQUIRE(pthread_create(&t, NULL, turn_worker, &slices[s]) == 0);
+        pthread_detach(t);
+    }
+    pthread_mutex_lock(&turn_lock);
+    while (turn_done < TURN_SLICES)
+        pthread_cond_wait(&turn_cond, &turn_lock);
+    pthread_mutex_unlock(&turn_lock);
+    for (int s = 0; s < TURN_SLICES; s++) {
+        for (int k = 0; k < TURN_SLOTS; k++) {
+            turn_verify(slices[s].p[k], slices[s].size[k]);
+            CHECK_EQ(sh_free_checked(h, slices[s].p[k]), SH_OK);
+        }
+    }
+    CHECK_EQ(atomic_load(&bad_content), 0);
+    sh_heap_stats st;
+    sh_stats(h, &st);
+    CHECK_EQ(st.live_bytes, 0);
+    printf("test_stress: thread turnover: %d chains of %ld threads, %llu spans carved\n", TURN_SLICES,
+           threads_per_slice, (unsigned long long)st.spans_carved);
+    /* the last threads may still be in their exit path: only what they
+     * cannot change any more is checked (no block of theirs is live) */
+    sh_heap_destroy(h);
+}
+
 static pthread_mutex_t dlock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t dcond = PTHREAD_COND_INITIALIZER;
 static int dstage;
@@ -335,6 +469,7 @@ int main(int argc, char **argv)
         sh_heap_destroy(heaps[i]);
     }
     test_destroy_before_thread_exit();
+    test_thread_turnover((tsan ? 20 : 200) * scale);
     if (t_failures) {
         fprintf(stderr, "test_stress: %d check(s) failed\n", t_failures);
         return 1;
