@@ -12,10 +12,12 @@ import org.spanheap.SpanHeapOutOfMemoryError;
  *
  * <p>Each segment has two bitmaps: {@code used} (granules of live or not yet released objects)
  * and {@code resident} (granules that may hold memory and non-zero bytes: touched since the
- * segment was mapped or since they were last given back). Allocation is first fit over the
+ * segment was mapped or since they were last given back) and, per granule, when it was
+ * last freed. Allocation is first fit over the
  * runs whose granules are all resident, then over all free runs: a run reused costs no page
  * fault, and the low granules fill first. Free resident granules stay committed until
- * {@link #giveBack} returns the excess to the OS, whole 2 MiB chunks first (a chunk is a huge
+ * {@link #giveBack} returns the excess that has been free for a while to the OS, whole 2 MiB
+ * chunks first (a chunk is a huge
  * page where the OS backs the segment with them, and a whole chunk given back does not split
  * one). One wholly empty segment is kept; a second one is unmapped.
  *
@@ -38,6 +40,8 @@ final class LargeSegments {
         final long base;
         final long[] used = new long[WORDS];
         final long[] resident = new long[WORDS];
+        /** {@code System.nanoTime()} when each granule was last freed (meaningful while free and resident). */
+        final long[] freedAt = new long[GRANULES];
         int usedGranules;
 
         Segment(long base) {
@@ -158,12 +162,14 @@ final class LargeSegments {
      */
     void give(long address, long size) {
         int n = granules(size);
+        long now = System.nanoTime();
         for (int i = 0; i < segments.length; i++) {
             Segment s = segments[i];
             if (address >= s.base && address < s.base + SEGMENT) {
                 int at = (int) ((address - s.base) >>> GRANULE_SHIFT);
                 for (int g = at; g < at + n; g++) {
                     s.used[g >>> 6] &= ~(1L << g);
+                    s.freedAt[g] = now;
                 }
                 s.usedGranules -= n;
                 usedBytes -= (long) n << GRANULE_SHIFT;
@@ -200,18 +206,25 @@ final class LargeSegments {
         segments = rest;
     }
 
+    /** {@link #giveBack(long, long, long)} of every free resident granule, however recently freed. */
+    long giveBack(long keepBytes) {
+        return giveBack(keepBytes, 0, System.nanoTime());
+    }
+
     /**
      * Gives free resident granules back to the OS until at most {@code keepBytes} of them are
-     * left: wholly free 2 MiB chunks first, then free runs of granules, both from the top of the
-     * last segment down, since first fit takes the low granules first and would fault the
-     * given-back ones in again soonest. {@return the bytes given back}
+     * left, only granules free for at least {@code minAgeNanos} at {@code now}: a churn takes
+     * its runs again within moments, and a granule given back and taken again costs a page
+     * fault per 4 KiB. Wholly free 2 MiB chunks first, then free runs of granules, both from
+     * the top of the last segment down, since first fit takes the low granules first.
+     * {@return the bytes given back}
      */
-    long giveBack(long keepBytes) {
+    long giveBack(long keepBytes, long minAgeNanos, long now) {
         long before = residentBytes;
         for (int i = segments.length - 1; i >= 0; i--) {
             Segment s = segments[i];
             for (int c = GRANULES - CHUNK_GRANULES; c >= 0 && residentBytes - usedBytes > keepBytes; c -= CHUNK_GRANULES) {
-                if (chunkFree(s, c) && chunkResident(s, c) > 0) {
+                if (chunkFree(s, c) && chunkResident(s, c) > 0 && idleSince(s, c, CHUNK_GRANULES, now - minAgeNanos)) {
                     release(s, c, CHUNK_GRANULES);
                 }
             }
@@ -219,9 +232,9 @@ final class LargeSegments {
         for (int i = segments.length - 1; i >= 0; i--) {
             Segment s = segments[i];
             for (int g = GRANULES - 1; g >= 0 && residentBytes - usedBytes > keepBytes; g--) {
-                if (!s.isUsed(g) && s.isResident(g)) {
+                if (idleGranule(s, g, now - minAgeNanos)) {
                     int start = g;
-                    while (start > 0 && !s.isUsed(start - 1) && s.isResident(start - 1)) {
+                    while (start > 0 && idleGranule(s, start - 1, now - minAgeNanos)) {
                         start--;
                     }
                     release(s, start, g - start + 1);
@@ -230,6 +243,20 @@ final class LargeSegments {
             }
         }
         return before - residentBytes;
+    }
+
+    private static boolean idleGranule(Segment s, int g, long freedBefore) {
+        return !s.isUsed(g) && s.isResident(g) && s.freedAt[g] - freedBefore <= 0;
+    }
+
+    /** Whether the resident granules of {@code [at, at + n)} (all free) were freed before {@code freedBefore}. */
+    private static boolean idleSince(Segment s, int at, int n, long freedBefore) {
+        for (int g = at; g < at + n; g++) {
+            if (s.isResident(g) && s.freedAt[g] - freedBefore > 0) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static boolean chunkFree(Segment s, int c) {

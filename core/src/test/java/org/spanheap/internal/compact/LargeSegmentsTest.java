@@ -88,6 +88,26 @@ class LargeSegmentsTest {
     }
 
     @Test
+    void onlyGranulesFreeForTheMinimumAgeAreGivenBack() throws InterruptedException {
+        LargeSegments s = new LargeSegments();
+        try {
+            long old = s.take(4 * G);
+            long recent = s.take(4 * G);
+            s.give(old, 4 * G);
+            long between = System.nanoTime();
+            Thread.sleep(2);
+            s.give(recent, 4 * G);
+            long now = System.nanoTime();
+            assertEquals(4 * G, s.giveBack(0, now - between, now), "only the run freed before the cut");
+            assertEquals(4 * G, s.residentBytes(), "the recently freed run stays resident");
+            assertEquals(4 * G, s.giveBack(0, 0, now), "with no minimum age, the rest too");
+            assertEquals(0, s.residentBytes());
+        } finally {
+            s.unmapAll();
+        }
+    }
+
+    @Test
     void oneEmptySegmentIsKeptASecondIsUnmapped() {
         LargeSegments s = new LargeSegments();
         try {
