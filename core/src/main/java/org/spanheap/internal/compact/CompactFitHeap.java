@@ -333,7 +333,8 @@ public final class CompactFitHeap {
         for (int spins = 0;; spins++) {
             // as resolve, with MOVING accepted: the address is the old place (plain before the
             // mark) or the new one (release store in publishMoved, after the copy), and the
-            // state is loaded again after it, so a kill and a reuse between are seen
+            // state is loaded again after it, so a kill and a reuse between are seen. A loop of
+            // its own, not a flag of resolve's: each keeps one allocation site (see resolve)
             MemorySegment u = universe;
             long[][] words = table.words();
             int index = (int) handle;
