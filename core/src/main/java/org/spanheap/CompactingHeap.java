@@ -617,9 +617,13 @@ public final class CompactingHeap implements AutoCloseable {
          *     not-full page until the bound holds for every page, so it holds
          *     about an interval plus two ticks (20 ms) after the last operation,
          *     plus the rounds' copying (each moves at most
-         *     {@link #movedBytesPerRound(long)}).</li>
+         *     {@link #movedBytesPerRound(long)}), plus one more tick: a moved
+         *     object's old slot is released by the round after its move, so
+         *     that a {@linkplain CompactingHeap#readOnlySegment read-only
+         *     segment} made during the move never reads another object.</li>
          * </ul>
-         * {@link CompactingHeap#compact()} restores it at once, from any page.
+         * {@link CompactingHeap#compact()} restores it at once, from any page
+         * (it ends with the round that releases the old slots).
          *
          * @param pages the bound, at least 1
          * @return this builder
