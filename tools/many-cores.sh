@@ -12,8 +12,9 @@
 # libraries (libmimalloc.so.2, libjemalloc.so.2) in LD_LIBRARY_PATH or ldconfig's cache. On a
 # machine without Java, unpack a JDK beside it and point BENCHMARKS_JAR at the jar
 # (docs/building.md, "Many-core runs").
-# Writes OUT_DIR/native.csv (one harness line per run), OUT_DIR/churn.txt, OUT_DIR/jmh-*.txt
-# and OUT_DIR/machine.txt. Runs one thing at a time; every line is a single run, so read ratios
+# Writes OUT_DIR/native.csv (one harness line per run), OUT_DIR/churn.txt (with TLB shootdowns
+# and CPU seconds per run), OUT_DIR/parks.txt (the churn's parks by stack, from JFR),
+# OUT_DIR/jmh-*.txt and OUT_DIR/machine.txt. Runs one thing at a time; every line is a single run, so read ratios
 # of runs next to each other, not absolute figures.
 set -uo pipefail
 out=${1:?usage: tools/many-cores.sh OUT_DIR [THREADS]}
@@ -55,15 +56,28 @@ for rep in 1 2; do
     done
 done
 
-# --- the cache churn on the public CompactingHeap API, against malloc/free through FFM
+# --- the cache churn on the public CompactingHeap API, against malloc/free through FFM; per run
+# also the TLB shootdowns on all cores (the TLB line of /proc/interrupts) and the CPU seconds
+tlb() { awk '/TLB/ {s=0; for (i=2;i<=NF;i++) if ($i ~ /^[0-9]+$/) s+=$i; print s}' /proc/interrupts; }
+churn=(--enable-native-access=ALL-UNNAMED -Xms1g -Xmx1g -XX:+AlwaysPreTouch -cp "$jar" org.spanheap.jmh.CacheChurnBenchmark)
 for t in 2 8 "$top"; do
     for s in COMPACTING COMPACTING_OWNED MALLOC_FFM; do
-        printf '%s threads=%s: ' "$s" "$t" >> "$out/churn.txt"
-        timeout 60 java --enable-native-access=ALL-UNNAMED -Xms1g -Xmx1g -XX:+AlwaysPreTouch -cp "$jar" \
-            org.spanheap.jmh.CacheChurnBenchmark --store "$s" --seconds $csec --threads "$t" 2>&1 \
-            | grep -E '^max:' >> "$out/churn.txt" || echo "failed" >> "$out/churn.txt"
+        t0=$(tlb)
+        r=$( { TIMEFORMAT='cpu %U user %S sys %R wall'; time timeout 60 java "${churn[@]}" --store "$s" \
+            --seconds $csec --threads "$t"; } 2>&1 )
+        printf '%s threads=%s: %s tlb=%s %s\n' "$s" "$t" "$(echo "$r" | grep -E '^max:' || echo failed)" \
+            "$(( $(tlb) - t0 ))" "$(echo "$r" | grep '^cpu ')" >> "$out/churn.txt"
     done
 done
+# where the compacting heap's threads wait at the top thread count: every park, by its stack
+java -XX:StartFlightRecording:filename="$out/parks.jfr",jdk.ThreadPark#threshold=0ms "${churn[@]}" \
+    --store COMPACTING --seconds $csec --threads "$top" > /dev/null 2>&1
+jfr print --events jdk.ThreadPark --stack-depth 12 "$out/parks.jfr" 2>/dev/null \
+    | awk '/stackTrace = \[/ {s=1; n=0; k=""; next}
+           s && NF && $0 !~ /^ *\]/ && $1 !~ /^(jdk\.internal\.misc|java\.util\.concurrent\.locks)\./ && n < 3 {k=k" < "$1; n++}
+           /^ *\]/ {if (s) print k; s=0}' \
+    | sort | uniq -c | sort -rn | head -15 > "$out/parks.txt"
+rm -f "$out/parks.jfr"
 
 jmh() { # NAME ARGS...: one JMH invocation, its text output kept
     local name=$1; shift
