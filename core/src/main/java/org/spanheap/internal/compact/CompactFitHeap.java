@@ -830,6 +830,7 @@ public final class CompactFitHeap {
         evacuation.releaseMovedOut(); // the last round's moved-out slots: their epoch closed just now
         long moved = evacuation.execute();
         long reclaimed = limboRelease.release(freed);
+        emptied.giveBack(); // the pages this round emptied, in one batch
         large.giveBackRuns(false);
         if (reportRelease) {
             release.end();
@@ -1040,6 +1041,7 @@ public final class CompactFitHeap {
             }
             long closeNanos = advanceEpoch(EpochChangeEvent.RELOCATE);
             evacuation.releaseMovedOut();
+            emptied.giveBack();
             long moved = evacuation.execute();
             countIncrement(moved, t0);
             event.end();

@@ -3,15 +3,18 @@ package org.spanheap.internal.compact;
 import java.util.Arrays;
 
 /**
- * Pages a round emptied, collected under a size class's lock and given back to
- * the page source after it is released, so that an allocation in that class
- * never waits for the page source. Used by the round's thread only (under the
- * heap's round lock): no synchronization of its own.
+ * Pages a round emptied, collected under the size classes' locks and given back
+ * to the page source in one batch at the end of the round, so that an
+ * allocation never waits for the page source and adjacent pages go back to the
+ * OS in one call ({@link PageSource#freePages}). Used by the round's thread
+ * only (under the heap's round lock): no synchronization of its own.
  */
 final class EmptiedPages {
 
     private final PageReserve source;
     private Page[] pages = new Page[16];
+    /** Scratch for {@link #giveBack}: the pages' addresses. */
+    private long[] bases = new long[16];
     private int count;
 
     EmptiedPages(PageReserve source) {
@@ -26,12 +29,19 @@ final class EmptiedPages {
         pages[count++] = p;
     }
 
-    /** Gives every page taken back to the page source (caller holds no class lock). */
+    /** Gives every page taken back to the page source in one batch (caller holds no class lock). */
     void giveBack() {
+        if (count == 0) {
+            return;
+        }
+        if (bases.length < count) {
+            bases = new long[pages.length];
+        }
         for (int k = 0; k < count; k++) {
-            source.freePage(pages[k].base);
+            bases[k] = pages[k].base;
             pages[k] = null;
         }
+        source.freePages(bases, count);
         count = 0;
     }
 }

@@ -290,9 +290,8 @@ final class Evacuation {
             } finally {
                 c.lock.unlock();
             }
-            emptied.giveBack();
         }
-        movedOutCount = 0;
+        movedOutCount = 0; // the emptied pages go back at the end of the round
         return n;
     }
 }

@@ -117,8 +117,7 @@ final class LimboRelease {
                 c.lock.unlock();
             }
         }
-        emptied.giveBack();
-        return bytes;
+        return bytes; // the emptied pages go back at the end of the round
     }
 
     /** Returns all but half of the cap of a class's cached indices to the table (caller holds the class lock). */

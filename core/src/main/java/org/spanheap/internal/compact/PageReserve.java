@@ -59,6 +59,32 @@ final class PageReserve implements PageSource {
         delegate.freePage(page);
     }
 
+    /**
+     * Keeps as many of the pages as the reserve takes (as {@link #freePage}) and gives the
+     * rest to the source in one batch ({@link PageSource#freePages}). May reorder the array.
+     */
+    @Override
+    public void freePages(long[] given, int n) {
+        int rest = 0;
+        synchronized (this) {
+            for (int i = 0; i < n; i++) {
+                long out = delegate.committedBytes() / pageSize - count; // pages in use
+                if (count < Math.max(MIN_PAGES, out / 32)) {
+                    if (count == pages.length) {
+                        pages = Arrays.copyOf(pages, count * 2);
+                    }
+                    pages[count++] = given[i];
+                } else {
+                    given[rest++] = given[i]; // i >= rest: nothing unread is overwritten
+                }
+            }
+            releasedBytes += rest * pageSize; // given back just below
+        }
+        if (rest > 0) {
+            delegate.freePages(given, rest);
+        }
+    }
+
     /** Adds the kept pages to {@code ranges} (to ask the OS which are in RAM). */
     synchronized void addRanges(MemoryRanges ranges) {
         for (int i = 0; i < count; i++) {

@@ -25,6 +25,17 @@ interface PageSource extends AutoCloseable {
     /** Gives back a page from {@link #allocatePage()}. */
     void freePage(long page);
 
+    /**
+     * Gives back {@code count} pages from {@link #allocatePage()}, {@code pages[0..count)}, in
+     * any order; a source may reorder the array. One call per batch lets a source give the
+     * memory of adjacent pages back to the OS in one call (one TLB flush instead of one a page).
+     */
+    default void freePages(long[] pages, int count) {
+        for (int i = 0; i < count; i++) {
+            freePage(pages[i]);
+        }
+    }
+
     /** Bytes of pages currently handed out. */
     long committedBytes();
 

@@ -67,6 +67,31 @@ final class SpanHeapPageSource implements PageSource {
         }
     }
 
+    /**
+     * Sorts the pages and releases each run of adjacent ones with one {@code madvise} (pages
+     * of one real span are often neighbours), then frees them to the span heap.
+     */
+    @Override
+    public void freePages(long[] pages, int count) {
+        java.util.Arrays.sort(pages, 0, count);
+        for (int i = 0; i < count;) {
+            int j = i + 1;
+            while (j < count && pages[j] == pages[j - 1] + pageSize) {
+                j++;
+            }
+            OsMemory.release(pages[i], (j - i) * pageSize);
+            i = j;
+        }
+        committed.addAndGet(-count * pageSize);
+        for (int i = 0; i < count; i++) {
+            try {
+                heap.freeAddress(pages[i]);
+            } catch (IllegalStateException closed) {
+                // the user closed the span heap: its memory goes when our reference is dropped
+            }
+        }
+    }
+
     @Override
     public long committedBytes() {
         return committed.get();
