@@ -46,17 +46,25 @@ final class PageReserve implements PageSource {
     @Override
     public void freePage(long page) {
         synchronized (this) {
-            long out = delegate.committedBytes() / pageSize - count; // pages in use
-            if (count < Math.max(MIN_PAGES, out / 32)) {
-                if (count == pages.length) {
-                    pages = Arrays.copyOf(pages, count * 2);
-                }
-                pages[count++] = page;
+            if (keep(page)) {
                 return;
             }
             releasedBytes += pageSize; // given back just below
         }
         delegate.freePage(page);
+    }
+
+    /** Keeps {@code page} if the reserve has room for it; {@return whether it did} Caller holds this. */
+    private boolean keep(long page) {
+        long out = delegate.committedBytes() / pageSize - count; // pages in use
+        if (count >= Math.max(MIN_PAGES, out / 32)) {
+            return false;
+        }
+        if (count == pages.length) {
+            pages = Arrays.copyOf(pages, count * 2);
+        }
+        pages[count++] = page;
+        return true;
     }
 
     /**
@@ -68,13 +76,7 @@ final class PageReserve implements PageSource {
         int rest = 0;
         synchronized (this) {
             for (int i = 0; i < n; i++) {
-                long out = delegate.committedBytes() / pageSize - count; // pages in use
-                if (count < Math.max(MIN_PAGES, out / 32)) {
-                    if (count == pages.length) {
-                        pages = Arrays.copyOf(pages, count * 2);
-                    }
-                    pages[count++] = given[i];
-                } else {
+                if (!keep(given[i])) {
                     given[rest++] = given[i]; // i >= rest: nothing unread is overwritten
                 }
             }

@@ -60,6 +60,11 @@ final class SpanHeapPageSource implements PageSource {
     public void freePage(long page) {
         OsMemory.release(page, pageSize);
         committed.addAndGet(-pageSize);
+        freeToHeap(page);
+    }
+
+    /** Frees a released page to the span heap. */
+    private void freeToHeap(long page) {
         try {
             heap.freeAddress(page);
         } catch (IllegalStateException closed) {
@@ -84,11 +89,7 @@ final class SpanHeapPageSource implements PageSource {
         }
         committed.addAndGet(-count * pageSize);
         for (int i = 0; i < count; i++) {
-            try {
-                heap.freeAddress(pages[i]);
-            } catch (IllegalStateException closed) {
-                // the user closed the span heap: its memory goes when our reference is dropped
-            }
+            freeToHeap(pages[i]);
         }
     }
 
