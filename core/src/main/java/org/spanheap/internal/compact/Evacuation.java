@@ -23,7 +23,10 @@ import java.util.Arrays;
  * ({@link #releaseMovedOut}). A target slot whose move failed (the object was
  * freed while it moved) waits the same way, since a read-only resolve may have
  * read its address between the publication's two steps. A page with such
- * slots stays {@code evacuating}: no allocation or adoption takes it meanwhile.
+ * slots, or with moves planned out of it and not yet published
+ * ({@code Page#movesOut}), stays {@code evacuating}: no allocation or adoption
+ * takes it meanwhile. A round plans before its epoch change and releases the
+ * last round's slots after it, so one page can be both at once.
  */
 final class Evacuation {
 
@@ -124,7 +127,7 @@ final class Evacuation {
                         add(index, src, slot, dst, dst.take(index));
                         bytes += c.blockSize;
                     }
-                    if (count == movesBefore && src.movedOut == 0) {
+                    if (count == movesBefore && src.movedOut == 0 && src.movesOut == 0) {
                         src.evacuating = false; // nothing movable in it (freed or unpublished blocks only)
                     }
                     sources++;
@@ -196,6 +199,7 @@ final class Evacuation {
         mvDst[count] = dst;
         mvDstSlot[count] = dstSlot;
         dst.movesIn++; // not adoptable until published (caller holds the class lock)
+        src.movesOut++; // stays evacuating until published, whatever releaseMovedOut finds
         count++;
     }
 
@@ -221,13 +225,14 @@ final class Evacuation {
                 for (; k < n && mvSrc[k].sizeClass == c; k++) {
                     Page src = mvSrc[k], dst = mvDst[k];
                     dst.movesIn--;
+                    src.movesOut--;
                     if (table.publishMoved(mvIndex[k], dst.addressOf(mvDstSlot[k]), dst)) {
                         moveOut(src, mvSrcSlot[k]);
                         moved += c.blockSize;
                         movedBlocks++;
                     } else {
                         moveOut(dst, mvDstSlot[k]); // freed while moving: the target slot goes back later
-                        if (src.movedOut == 0) {
+                        if (src.movedOut == 0 && src.movesOut == 0) {
                             src.evacuating = false;
                             c.refile(src);
                         }
@@ -275,7 +280,10 @@ final class Evacuation {
                     Page p = movedOutPage[k];
                     p.release(movedOutSlot[k]);
                     movedOutPage[k] = null;
-                    if (--p.movedOut == 0) {
+                    // a page this round also plans moves out of stays evacuating until they are
+                    // published: else a thread could adopt it between this release and execute,
+                    // and the moves would then mark slots of a page its owner uses without a lock
+                    if (--p.movedOut == 0 && p.movesOut == 0) {
                         p.evacuating = false;
                         if (p.used == 0) {
                             if (p.pagePos >= 0) {

@@ -40,6 +40,11 @@ final class Page {
     /** Moves a round planned into this page and has not yet published: no thread may adopt it meanwhile. */
     int movesIn;
     /**
+     * Moves a round planned out of this page and has not yet published: it stays {@link #evacuating}
+     * meanwhile, even when the release of an earlier round's moved-out slots leaves it none.
+     */
+    int movesOut;
+    /**
      * The thread that owns this page, or null (the size class's lock guards it then). Written
      * only under the class's lock; read without it by a freeing thread, which acts on it only
      * when it names itself (see {@link PageOwnership}).
