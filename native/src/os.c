@@ -87,10 +87,10 @@ bool sh_os_advise(void *p, size_t len, int advice)
  * after a move the record of the old range stays, and a mapping that a
  * later mremap grows or moves onto that range (the kernel orders the two,
  * TSan sees nothing between them) carries the old user's accesses: its new
- * owner's first write was reported as a race with a thread that had freed
- * the old mapping to another heap (test_large_remap.c). The copy keeps
- * what the caller may read: the contents. Only the sanitizer build pays
- * for it. */
+ * owner's first write is reported as a race with a thread that freed the
+ * old mapping to another heap (test_large_remap.c). The copy keeps what
+ * the caller may read: the contents. Only the sanitizer build pays for
+ * it. */
 #if defined(__SANITIZE_THREAD__)
 #define SH_OS_TSAN 1
 #elif defined(__has_feature)

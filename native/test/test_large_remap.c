@@ -6,11 +6,12 @@
  * place; the kernel orders that against every earlier use of the range
  * (its mappings change under one lock), but a thread sanitizer sees only
  * the calls it intercepts: mmap and munmap reset its record of a range's
- * past accesses, a move or extension by mremap would not. Then a block
- * grown over a range whose last user freed it to another heap, with no
- * lock or atomic between the two threads, carried that user's accesses
- * into the new block's record, and the new owner's first write was
- * reported as a race with a thread it never shared memory with.
+ * past accesses, a move or extension by mremap does not. A block grown
+ * by mremap over a range whose last user freed it to another heap, with
+ * no lock or atomic between the two threads, would carry that user's
+ * accesses into its record, and its new owner's first write would be
+ * reported as a race. So the TSan build remaps by mmap, copy and munmap
+ * (os.c, sh_os_remap).
  *
  * Three threads, two heaps, ordered only by relaxed atomics (which give a
  * sanitizer no happens-before edge):
@@ -18,8 +19,10 @@
  *   A  maps L in heap 1 (2 MiB), writes it whole, frees it (kept)
  *   C  maps K in heap 2 (2 MiB; the kernel places it just below L),
  *      writes it, frees it (kept)
- *   B  allocates 3 MiB in heap 1: L is grown and, with a mapping right
- *      above it, moved; its old range is a hole
+ *   B  allocates 6 MiB in heap 1: L is grown by 4 MiB, which the room
+ *      above it (less than 2 MiB: Linux places an anonymous mapping of
+ *      2 MiB at the top of a free range, on a 2 MiB boundary) cannot
+ *      hold, so it moves; its old range is a hole
  *   C  allocates 4 MiB in heap 2: K is grown, in place into that hole
  *      when the kernel placed K below L
  *   C  writes the whole 4 MiB: under TSan a stale record of A's writes
