@@ -50,8 +50,9 @@ import org.spanheap.SpanHeap;
  * (shard {@code key & 1023}). Every key gets a value before the trial starts. One operation
  * ({@link #op}) picks a key uniformly at random, then:
  * <ul>
- *   <li>75%: <em>read</em>: under the shard lock, read the value's first and last 8 bytes;</li>
- *   <li>25%: <em>replace</em>: outside the lock, allocate a new value and write all of it; under
+ *   <li>{@code readPercent}% (default 75): <em>read</em>: under the shard lock, read the value's
+ *       first and last 8 bytes;</li>
+ *   <li>the rest: <em>replace</em>: outside the lock, allocate a new value and write all of it; under
  *       the lock, swap it into the index; after unlocking, free the old value. The old value was
  *       allocated by whichever thread last replaced that key, so with several threads most frees
  *       happen on another thread than the allocation.</li>
@@ -195,6 +196,10 @@ public class CacheChurnBenchmark {
     @Param("16384")
     public int keys;
 
+    /** Operations that read, in percent (the rest replace): 100 and 0 time each kind alone. */
+    @Param("75")
+    public int readPercent;
+
     // The index: entry k is (refs[k], segments[k], sizes[k]), guarded by locks[k & SHARD_MASK].
     private ReentrantLock[] locks;
     private long[] refs;
@@ -267,7 +272,7 @@ public class CacheChurnBenchmark {
     public long op(ThreadState thread) {
         SplittableRandom random = thread.random;
         int key = random.nextInt(keys);
-        if (random.nextInt(4) != 0) {
+        if (random.nextInt(100) < readPercent) {
             return read(key);
         }
         return replace(key, nextSize(random, System.nanoTime() - startNanos), thread.newValue);
@@ -786,6 +791,8 @@ public class CacheChurnBenchmark {
                 .withRequiredArg().describedAs("N").ofType(Integer.class).defaultsTo(2);
         OptionSpec<Integer> keysOption = cli.parser().accepts("keys", "entries of the index")
                 .withRequiredArg().describedAs("N").ofType(Integer.class).defaultsTo(16384);
+        OptionSpec<Integer> readOption = cli.parser().accepts("read-percent", "operations that read, in percent;"
+                + " the rest replace").withRequiredArg().describedAs("P").ofType(Integer.class).defaultsTo(75);
         OptionSpec<Void> residentOption = cli.parser().accepts("resident", "also ask the OS, at every sample, how"
                 + " much of the store's memory is resident (CompactingHeap.residentBytes(): mincore; COMPACTING only)");
         OptionSet options = cli.parse(args);
@@ -796,23 +803,26 @@ public class CacheChurnBenchmark {
         cli.check(seconds > 0, "--seconds must be positive: " + seconds);
         cli.check(threads > 0, "--threads must be positive: " + threads);
         cli.check(keys > 0, "--keys must be positive: " + keys);
+        int readPercent = options.valueOf(readOption);
+        cli.check(readPercent >= 0 && readPercent <= 100, "--read-percent must be in [0, 100]: " + readPercent);
         try {
             store.open().close(); // fails early, before the run's header, where a library does not load
         } catch (UnsupportedOperationException | LinkageError e) {
             System.err.println(store + " is not available here: " + e.getMessage());
             System.exit(MemoryChurn.EXIT_UNAVAILABLE);
         }
-        runMemoryMode(store, seconds, threads, keys, options.has(residentOption));
+        runMemoryMode(store, seconds, threads, keys, readPercent, options.has(residentOption));
     }
 
-    static void runMemoryMode(Store store, double seconds, int threads, int keys, boolean sampleResident)
+    static void runMemoryMode(Store store, double seconds, int threads, int keys, int readPercent, boolean sampleResident)
             throws InterruptedException {
         boolean heapFixed = ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
                 .anyMatch(a -> a.startsWith("-Xms"));
         System.gc();
         long rssAtStart = CompactChurnBenchmark.rssBytes();
-        System.out.printf(Locale.ROOT, "cache churn memory mode: store %s, %d threads, %d keys, %.1f s on Java %s;"
-                + " RSS at start %.1f MiB%n", store, threads, keys, seconds, Runtime.version(), mib(rssAtStart));
+        System.out.printf(Locale.ROOT, "cache churn memory mode: store %s, %d threads, %d keys, %d%% reads, %.1f s on"
+                + " Java %s; RSS at start %.1f MiB%n", store, threads, keys, readPercent, seconds, Runtime.version(),
+                mib(rssAtStart));
         if (!heapFixed) {
             System.out.println("  (Java heap not fixed: RSS growth includes the Java heap's; run with"
                     + " -Xms512m -Xmx512m -XX:+AlwaysPreTouch)");
@@ -820,6 +830,7 @@ public class CacheChurnBenchmark {
         CacheChurnBenchmark bench = new CacheChurnBenchmark();
         bench.store = store;
         bench.keys = keys;
+        bench.readPercent = readPercent;
         bench.open();
 
         LongAdder ops = new LongAdder();
