@@ -783,6 +783,9 @@ public final class CompactingHeap implements AutoCloseable {
          * handle) took 0.68x the time of the default lanes; a cache's storage churn
          * ran at 0.93x (1 thread) and 1.0x (2 threads) of the lanes' throughput, with
          * a higher peak of committed over live bytes at 2 threads (1.43 against 1.33).
+         * On 16 cores the churn ran at 1.31x the lanes at 8 threads and 1.47x at 16,
+         * with peaks of committed over live of 2.00 and 2.55 against 1.54 and 2.23
+         * (docs/benchmarks/many-cores).
          * Pages owned by a live thread that has stopped allocating stay outside the
          * not-full page bound until it allocates or frees again, or calls
          * {@link CompactingHeap#compact()}; at most two pages per class per thread.
