@@ -30,7 +30,7 @@
  * the same band (16 and 64 KiB: the small band; 256 KiB, 1 and 2 MiB: the
  * large band; spans never change band, see arena.c). A
  * span taken for a smaller real size than it had gives back the pages past
- * the new size first (span_fit): a kept 2 MiB span serving a 16 KiB class
+ * the new size first (span_fit): a kept 2 MiB span serving a smaller class
  * held 2 MiB resident for as long as that class used it (a cache churn of
  * 64 B-1 MiB values held 735 MiB for 26 MiB live).
  *
