@@ -70,7 +70,8 @@ typedef struct sh_heap sh_heap;
 typedef void (*sh_error_fn)(sh_heap *heap, int error, void *ptr, void *ctx);
 
 typedef struct sh_config {
-    size_t reserve_bytes;   /* arena reservation; 0 = default (1 TiB)      */
+    size_t reserve_bytes;   /* arena reservation, rounded up to 32 MiB;
+                               0 = default (1 TiB)                          */
     size_t byte_limit;      /* cap on memory taken from the OS by spans in
                                use and large objects; 0 = unlimited          */
     unsigned reuse_threshold_pct; /* scalloc's reusability threshold, in

@@ -11,7 +11,8 @@
  *     |<- 16 MiB ->|<-- 16 MiB -->|
  *
  * So bit SH_BAND_SHIFT of an address names its band and the span of an
- * address is one mask (sh_span_of): no table, no second frontier. A real
+ * address is a bit test and a mask (sh_span_of): no table, no load, no
+ * second frontier. A real
  * span of 16 or 64 KiB sits in a 128 KiB virtual span, 16 to a 2 MiB
  * page-table page, instead of alone in a 2 MiB one; 256 KiB..2 MiB real
  * spans keep 2 MiB virtual spans. Each band has half the arena.

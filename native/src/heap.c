@@ -564,11 +564,9 @@ SH_API void sh_stats(sh_heap *h, sh_heap_stats *out)
         out->class_spans[c] = nonneg(cnt[SH_CNT_CLASS0 + c]);
         live_bytes += out->class_live_blocks[c] * sh_classes[c].block_size;
     }
-    uint64_t carved = 0;
-    for (unsigned b = 0; b < 2; b++) {
-        uint64_t n = atomic_load_explicit(&h->arena.next[b], memory_order_relaxed);
-        carved += n < h->arena.nspans[b] ? n : h->arena.nspans[b]; /* a failed carve may overshoot */
-    }
+    /* each band's index stays at or below its span count (sh_arena_carve) */
+    uint64_t carved = atomic_load_explicit(&h->arena.next[SH_BAND_LARGE], memory_order_relaxed) +
+                      atomic_load_explicit(&h->arena.next[SH_BAND_SMALL], memory_order_relaxed);
     out->reserved_bytes = h->arena.size;
     /* Committed = real spans held (not given back with madvise) + large
      * maps, live or kept for reuse. The rest of each virtual span is never touched, so the
