@@ -2,7 +2,7 @@
  * spanheap.h — public C API of the spanheap native core.
  *
  * A heap owns one large reservation of virtual memory (the arena), cut into
- * virtual spans of one fixed size. Small blocks (up to the largest size class)
+ * virtual spans of two fixed sizes (see sh_layout). Small blocks (up to the largest size class)
  * live in real spans inside virtual spans; larger requests are mapped
  * directly. Several heaps may live in one process, each with its own arena.
  *
@@ -36,8 +36,10 @@ extern "C" {
 
 /* Bumped whenever a struct layout or constant below changes meaning.
  * 2: sh_free_checked and sh_class_get return negated codes; sh_error_name,
- *    sh_abi_sizeof. */
-#define SH_ABI_VERSION 3
+ *    sh_abi_sizeof.
+ * 4: sh_layout names two bands of virtual spans (small_span_size,
+ *    band_shift). */
+#define SH_ABI_VERSION 4
 
 /* SH_ABI_VERSION of the headers this library was built from. A binding
  * (the Java loader) checks it before any other call and refuses a library
@@ -68,7 +70,8 @@ typedef struct sh_heap sh_heap;
 typedef void (*sh_error_fn)(sh_heap *heap, int error, void *ptr, void *ctx);
 
 typedef struct sh_config {
-    size_t reserve_bytes;   /* arena reservation; 0 = default (1 TiB)      */
+    size_t reserve_bytes;   /* arena reservation, rounded up to 32 MiB;
+                               0 = default (1 TiB)                          */
     size_t byte_limit;      /* cap on memory taken from the OS by spans in
                                use and large objects; 0 = unlimited          */
     unsigned reuse_threshold_pct; /* scalloc's reusability threshold, in
@@ -176,6 +179,13 @@ int sh_cache_drain(sh_heap *heap, int64_t *m, int base, int n, int count, int to
 
 /* ---- layout shared with the Java fast path ---------------------------
  *
+ * The arena has two bands of virtual spans: an arena address a belongs to
+ * the small band, whose virtual spans are small_span_size bytes, when bit
+ * band_shift of a is set, else to the large band of span_size bytes. The
+ * virtual span holding a starts at a & ~(small_span_size - 1) or
+ * a & ~(span_size - 1) accordingly (arena_base is aligned to
+ * 2^(band_shift + 1)).
+ *
  * Every virtual span starts with a header whose first 8 bytes are stable:
  *
  *   offset 0  uint32  magic       SH_SPAN_MAGIC while the span holds a size
@@ -189,14 +199,19 @@ int sh_cache_drain(sh_heap *heap, int64_t *m, int base, int n, int count, int to
 #define SH_SPAN_MAGIC 0x5350414eu /* "SPAN" */
 
 typedef struct sh_layout {
-    uint64_t arena_base;     /* first byte of the arena, span-aligned       */
+    uint64_t arena_base;     /* first byte of the arena, aligned to
+                                2^(band_shift + 1)                          */
     uint64_t arena_size;     /* bytes reserved                              */
-    uint64_t span_size;      /* virtual span size, a power of two           */
+    uint64_t span_size;      /* virtual span size of the large band, a power
+                                of two                                      */
     uint64_t frontier_addr;  /* address of a uint64_t: every address in
                                 [arena_base, *frontier) is readable; read it
                                 with acquire ordering                        */
     uint64_t free_key;       /* per-heap random key for the free mark       */
     uint64_t max_small_size; /* largest size served by a size class         */
+    uint64_t small_span_size; /* virtual span size of the small band, a power
+                                of two below span_size                      */
+    uint64_t band_shift;     /* bit of an arena address: set = small band   */
 } sh_layout;
 
 /* Fills *out with this heap's layout. */

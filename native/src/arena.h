@@ -1,5 +1,6 @@
 /*
- * arena.h — one reservation per heap, cut into virtual spans (arena.c).
+ * arena.h — one reservation per heap, cut into virtual spans of two bands
+ * (arena.c).
  */
 #ifndef SH_ARENA_H
 #define SH_ARENA_H
@@ -12,14 +13,14 @@
 #include "span_header.h"
 
 typedef struct sh_arena {
-    uintptr_t base;
-    size_t size;
-    size_t nspans;
+    uintptr_t base;               /* SH_PERIOD-aligned                      */
+    size_t size;                  /* a multiple of SH_PERIOD                */
+    size_t nspans[2];             /* per band (SH_BAND_*): spans it holds   */
     _Atomic uint64_t frontier;    /* committed end; published with release  */
     _Atomic uint64_t frontier_len; /* frontier - base, published the same way
                                      (sh_free's one-compare range check)    */
     /* own cache line: written per carve, while every free reads frontier */
-    _Alignas(64) _Atomic uint64_t next; /* bump pointer: next span index  */
+    _Alignas(64) _Atomic uint64_t next[2]; /* per band: next span index   */
     pthread_mutex_t commit_lock;  /* serialises the rare mprotect calls     */
     void *map;                    /* the mapping to unmap                   */
     size_t map_size;
@@ -27,7 +28,9 @@ typedef struct sh_arena {
 
 int sh_arena_init(sh_arena *a, size_t reserve, int allow_huge_pages);
 void sh_arena_destroy(sh_arena *a);
-sh_span *sh_arena_carve(sh_arena *a);
+/* A new virtual span of band (SH_BAND_*), committed; NULL when the band's
+ * half of the arena is used up or the OS refuses the commit. */
+sh_span *sh_arena_carve(sh_arena *a, unsigned band);
 /* fork phases SH_FORK_* (base.h), called by fork.c */
 void sh_arena_fork(sh_arena *a, int phase);
 

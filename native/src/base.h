@@ -26,16 +26,31 @@
 
 /* ---- geometry ---------------------------------------------------------- */
 
-#define SH_SPAN_SHIFT 21u                       /* virtual span: 2 MiB     */
+/* Two bands of virtual spans (docs/native-core.md, "Arena"): the arena is
+ * cut into periods of SH_PERIOD bytes; the first half of each period holds
+ * large-band virtual spans of SH_SPAN_SIZE (2 MiB, real spans of 256 KiB and
+ * more), the second half small-band ones of SH_SMALL_SPAN_SIZE (128 KiB,
+ * real spans of 16 and 64 KiB). So bit SH_BAND_SHIFT of an arena address
+ * (the arena is period-aligned) names its band, and the span of an address
+ * is one mask that this bit selects (sh_span_of). */
+#define SH_SPAN_SHIFT 21u                       /* large band: 2 MiB       */
 #define SH_SPAN_SIZE ((size_t)1 << SH_SPAN_SHIFT)
+#define SH_SMALL_SPAN_SHIFT 17u                 /* small band: 128 KiB     */
+#define SH_SMALL_SPAN_SIZE ((size_t)1 << SH_SMALL_SPAN_SHIFT)
+#define SH_BAND_SHIFT 24u                       /* half a period: 16 MiB   */
+#define SH_PERIOD ((size_t)2 << SH_BAND_SHIFT)  /* 32 MiB                  */
+enum { SH_BAND_LARGE = 0, SH_BAND_SMALL = 1 };  /* = bit SH_BAND_SHIFT      */
+#define SH_SMALL_REAL 2u                        /* real sizes [0, 2) (16 and
+                                                   64 KiB) are the small band */
 #define SH_PAGE ((size_t)4096)
 /* 1 TiB of address space per heap (docs/native-core.md, "Arena"): each real
- * span takes a whole 2 MiB virtual span, so the reservation bounds how many
- * spans a heap can hold. TSan cannot map that much; its build overrides it. */
+ * span takes a whole virtual span, and each band has half the arena, so
+ * the reservation bounds how many spans a heap can hold. TSan cannot map
+ * that much; its build overrides it. */
 #ifndef SH_DEFAULT_RESERVE
 #define SH_DEFAULT_RESERVE ((size_t)1 << 40)
 #endif
-#define SH_COMMIT_SPANS 8u                      /* mprotect 16 MiB at once */
+#define SH_COMMIT_BYTES ((size_t)16 << 20)     /* mprotect at least 16 MiB */
 #define SH_MADVISE_THRESHOLD ((size_t)32 << 10) /* scalloc's 32 KiB        */
 #define SH_POOL_KEEP ((int64_t)32 << 20)        /* resident bytes the pool may
                                                    keep before it madvises  */

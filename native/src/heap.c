@@ -325,7 +325,7 @@ static inline __attribute__((always_inline)) int free_impl(sh_heap *h, void *p, 
                 /* relaxed: class and geometry were stored before the magic
                  * (a span holding a class always has a valid one) */
                 unsigned cls = atomic_load_explicit(&s->size_class, memory_order_relaxed);
-                uint64_t x = (u & (SH_SPAN_SIZE - 1)) -
+                uint64_t x = (u - (uintptr_t)s) -
                              atomic_load_explicit(&s->blk_off, memory_order_relaxed);
                 uint32_t i = (uint32_t)((x * atomic_load_explicit(&s->blk_recip,
                                                                    memory_order_relaxed)) >> 43);
@@ -492,6 +492,8 @@ SH_API void sh_heap_layout(const sh_heap *h, sh_layout *out)
     out->arena_base = h->arena.base;
     out->arena_size = h->arena.size;
     out->span_size = SH_SPAN_SIZE;
+    out->small_span_size = SH_SMALL_SPAN_SIZE;
+    out->band_shift = SH_BAND_SHIFT;
     out->frontier_addr = (uint64_t)(uintptr_t)&h->arena.frontier;
     out->free_key = h->free_key;
     out->max_small_size = SH_MAX_SMALL;
@@ -562,12 +564,14 @@ SH_API void sh_stats(sh_heap *h, sh_heap_stats *out)
         out->class_spans[c] = nonneg(cnt[SH_CNT_CLASS0 + c]);
         live_bytes += out->class_live_blocks[c] * sh_classes[c].block_size;
     }
-    uint64_t carved = atomic_load_explicit(&h->arena.next, memory_order_relaxed);
+    /* each band's index stays at or below its span count (sh_arena_carve) */
+    uint64_t carved = atomic_load_explicit(&h->arena.next[SH_BAND_LARGE], memory_order_relaxed) +
+                      atomic_load_explicit(&h->arena.next[SH_BAND_SMALL], memory_order_relaxed);
     out->reserved_bytes = h->arena.size;
     /* Committed = real spans held (not given back with madvise) + large
-     * maps, live or kept for reuse. The rest of each 2 MiB virtual span is never touched, so the
-     * accessible arena (frontier - base) would overstate memory use by up to
-     * 128x for small real spans; it is address space, like the reservation. */
+     * maps, live or kept for reuse. The rest of each virtual span is never touched, so the
+     * accessible arena (frontier - base) would overstate memory use many
+     * times over; it is address space, like the reservation. */
     out->committed_bytes = nonneg(atomic_load_explicit(&h->resident, memory_order_relaxed) + large +
                                   atomic_load_explicit(&h->large_cached, memory_order_relaxed));
     out->resident_bytes = out->committed_bytes;
@@ -576,7 +580,7 @@ SH_API void sh_stats(sh_heap *h, sh_heap_stats *out)
     out->large_count = nonneg(atomic_load_explicit(&h->large_count, memory_order_relaxed));
     out->limit_bytes = h->byte_limit;
     out->limited_bytes = nonneg(cnt[SH_CNT_LIMITED]);
-    out->spans_carved = carved < h->arena.nspans ? carved : h->arena.nspans;
+    out->spans_carved = carved;
     out->spans_hot = nonneg(cnt[SH_CNT_HOT]);
     out->spans_floating = nonneg(cnt[SH_CNT_FLOATING]);
     out->spans_reusable = nonneg(cnt[SH_CNT_REUSABLE]);

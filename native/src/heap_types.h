@@ -65,7 +65,7 @@ typedef struct sh_lab {
     sh_span *hot[SH_NUM_CLASSES]; /* &sh_no_span: none                   */
     /* the hot spans' local free lists (free-marked blocks of hot[cls],
      * linked through word 0): owner-private, so they live here and not in
-     * the span headers, which sit 2 MiB apart and share cache sets */
+     * the span headers, which sit a virtual span apart and share cache sets */
     void *local[SH_NUM_CLASSES];
     sh_pending pend[SH_NUM_CLASSES]; /* owner thread only                   */
     /* per-class counters: written only by the owning thread (plain load +

@@ -29,6 +29,10 @@
 #include "base.h"
 
 const uint32_t sh_real_sizes[SH_NUM_REAL] = {16u << 10, 64u << 10, 256u << 10, 1u << 20, 2u << 20};
+/* the bands (base.h): the first SH_SMALL_REAL real sizes fit a small-band
+ * virtual span, the others need a large-band one */
+_Static_assert((64u << 10) <= SH_SMALL_SPAN_SIZE && (256u << 10) > SH_SMALL_SPAN_SIZE && SH_SMALL_REAL == 2,
+               "sh_real_sizes[0..SH_SMALL_REAL) and only they fit the small band");
 
 sh_class_desc sh_classes[SH_NUM_CLASSES];
 uint8_t sh_small_class[SH_LUT_MAX / 16 + 1];

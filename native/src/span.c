@@ -202,7 +202,7 @@ sh_span *sh_span_acquire(sh_heap *h, sh_lab *lab, unsigned cls)
             sh_limit_release(h, lab, c->real_span_size); /* it was counted when first taken */
             return r;
         }
-        s = sh_arena_carve(&h->arena);
+        s = sh_arena_carve(&h->arena, c->real_idx < SH_SMALL_REAL ? SH_BAND_SMALL : SH_BAND_LARGE);
         if (!s) {
             sh_limit_release(h, lab, c->real_span_size);
             sh_set_error(SH_E_NOMEM);

@@ -2,8 +2,8 @@
  * span_pool.c — free spans, kept per real-span size and per core in
  * lock-free Treiber stacks whose links live inside the free spans' headers.
  *
- * ABA protection: the stack head is a tagged pointer. Spans are 2 MiB
- * aligned user-space addresses (< 2^47 on x86-64, < 2^48 on aarch64;
+ * ABA protection: the stack head is a tagged pointer. Spans are
+ * user-space addresses (< 2^47 on x86-64, < 2^48 on aarch64;
  * sh_arena_init refuses anything higher), so the top 16 bits are free for a
  * counter that every successful push and pop increments:
  *
@@ -26,9 +26,11 @@
  * refuses the madvise, the span enters the pool resident, counted as such.
  *
  * Search order of sh_pool_take: the caller's stripe of the wanted real-span
- * size, the other stripes of that size, then the other real-span sizes. A
+ * size, the other stripes of that size, then the other real-span sizes of
+ * the same band (16 and 64 KiB: the small band; 256 KiB, 1 and 2 MiB: the
+ * large band; spans never change band, see arena.c). A
  * span taken for a smaller real size than it had gives back the pages past
- * the new size first (span_fit): a kept 2 MiB span serving a 16 KiB class
+ * the new size first (span_fit): a kept 2 MiB span serving a smaller class
  * held 2 MiB resident for as long as that class used it (a cache churn of
  * 64 B-1 MiB values held 735 MiB for 26 MiB live).
  *
@@ -129,8 +131,14 @@ static void span_fit(sh_heap *h, sh_span *s, size_t real_size)
 
 sh_span *sh_pool_take(sh_heap *h, unsigned real_idx, size_t real_size, unsigned core)
 {
-    for (unsigned r = 0; r < SH_NUM_REAL; r++) {
-        unsigned ri = r == 0 ? real_idx : (r <= real_idx ? r - 1 : r);
+    /* only sizes of the same band: a span's virtual size is fixed by its
+     * address (arena.c), so a 128 KiB virtual span cannot hold a 256 KiB
+     * real span, and a 2 MiB one holding a 16 KiB span would undo the
+     * small band's density */
+    unsigned lo = real_idx < SH_SMALL_REAL ? 0 : SH_SMALL_REAL;
+    unsigned hi = real_idx < SH_SMALL_REAL ? SH_SMALL_REAL : SH_NUM_REAL;
+    for (unsigned r = lo; r < hi; r++) {
+        unsigned ri = r == lo ? real_idx : (r <= real_idx ? r - 1 : r);
         for (unsigned i = 0; i < h->ncores; i++) {
             sh_span *s = stack_pop(&h->pool[ri * h->ncores + (core + i) % h->ncores]);
             if (s) {

@@ -20,8 +20,9 @@ typedef struct sh_pool_stack {
 int sh_pool_init(sh_heap *h);
 void sh_pool_destroy(sh_heap *h);
 /* A free span for real size real_idx (real_size bytes) from stripe core
- * first, then the other stripes, then the other sizes; NULL if the pool has
- * none. A span of a larger size gives back what it holds beyond real_size. */
+ * first, then the other stripes, then the other sizes of the same band
+ * (SH_SMALL_REAL); NULL if the pool has none. A span of a larger size gives
+ * back what it holds beyond real_size. */
 sh_span *sh_pool_take(sh_heap *h, unsigned real_idx, size_t real_size, unsigned core);
 void sh_pool_put(sh_heap *h, unsigned real_idx, unsigned core, sh_span *s);
 size_t sh_pool_trim(sh_heap *h);

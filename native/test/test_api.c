@@ -46,6 +46,18 @@ static sh_heap *heap_with(size_t reserve, size_t limit)
     return h;
 }
 
+/* The virtual span holding arena address p, by the rule of spanheap.h
+ * (sh_layout): bit band_shift set means the small band. */
+static uint64_t vspan_size(const sh_layout *L, const void *p)
+{
+    return ((uintptr_t)p >> L->band_shift) & 1 ? L->small_span_size : L->span_size;
+}
+
+static uintptr_t vspan_of(const sh_layout *L, const void *p)
+{
+    return (uintptr_t)p & ~(uintptr_t)(vspan_size(L, p) - 1);
+}
+
 static uint64_t word1(const void *p)
 {
     return ((const uint64_t *)p)[1];
@@ -115,7 +127,8 @@ static void test_alloc_free_every_class(void)
     sh_heap *h = heap_with(0, 0);
     sh_layout L;
     sh_heap_layout(h, &L);
-    CHECK(L.arena_base % L.span_size == 0);
+    CHECK(L.arena_base % (L.span_size * 2) == 0 && L.arena_base % ((uint64_t)2 << L.band_shift) == 0);
+    CHECK(L.small_span_size < L.span_size && (L.small_span_size & (L.small_span_size - 1)) == 0);
     CHECK(L.arena_size >= (uint64_t)SH_TEST_MIN_RESERVE);
     CHECK_EQ(L.max_small_size, 1 << 20);
     CHECK(L.free_key != 0);
@@ -131,8 +144,10 @@ static void test_alloc_free_every_class(void)
         CHECK_EQ(word1(p), 0);
         memset(p, 0xab, ci.block_size);
         /* span header, as the Java fast path reads it */
-        uintptr_t span = (uintptr_t)p & ~(uintptr_t)(L.span_size - 1);
+        uintptr_t span = vspan_of(&L, p);
         CHECK_EQ(*(uint32_t *)span, SH_SPAN_MAGIC);
+        /* real spans up to 64 KiB in the small band, the others in the large */
+        CHECK_EQ(vspan_size(&L, p), ci.real_span_size <= L.small_span_size ? L.small_span_size : L.span_size);
         CHECK_EQ(*(uint16_t *)(span + 4), c);
         CHECK(((uintptr_t)p - span - ci.payload_offset) % ci.block_size == 0);
         /* readable below the frontier */
@@ -211,11 +226,11 @@ static void test_bad_frees(void)
     CHECK_EQ(sh_free_checked(other, p), -SH_E_NOT_OWNED);
     CHECK_EQ(sh_free_checked(h, (char *)p + 16), -SH_E_INTERIOR);
     CHECK_EQ(sh_free_checked(h, (char *)p + 1), -SH_E_INTERIOR);
-    uintptr_t span = (uintptr_t)p & ~(uintptr_t)(L.span_size - 1);
+    uintptr_t span = vspan_of(&L, p);
     CHECK_EQ(sh_free_checked(h, (void *)(span + 8)), -SH_E_NOT_OWNED);       /* header */
     CHECK_EQ(sh_free_checked(h, (void *)(uintptr_t)(L.arena_base + L.arena_size - 64)),
              -SH_E_NOT_OWNED);                                              /* beyond frontier */
-    CHECK_EQ(sh_free_checked(h, (void *)(span + L.span_size - 64)), -SH_E_NOT_OWNED); /* past real span */
+    CHECK_EQ(sh_free_checked(h, (void *)(span + vspan_size(&L, p) - 64)), -SH_E_NOT_OWNED); /* past real span */
     /* never handed out: beyond the bump index, or in the chunk the LAB has
      * already moved to its local list (free-marked, so a double free) */
     CHECK_EQ(sh_free_checked(h, (char *)q + 64 * 200), -SH_E_NOT_OWNED);
@@ -490,26 +505,63 @@ static void test_byte_limit(void)
     sh_heap_destroy(h);
 }
 
+/* Each band has its own half of the arena: exhausting one leaves the other
+ * usable. 4 MiB rounds up to one period: 8 large-band spans (2 MiB) and 128
+ * small-band ones (128 KiB). */
 static void test_exhaustion(void)
 {
-    sh_heap *h = heap_with((size_t)4 << 20, 0); /* two virtual spans */
-    void *a = sh_alloc(h, 16);
-    void *b = sh_alloc(h, 1000);
-    CHECK(a && b);
-    void *c = sh_alloc(h, 5000);
-    CHECK(c == NULL);
-    CHECK_EQ(sh_last_error(), SH_E_NOMEM);
-    CHECK_EQ(sh_alloc_batch(h, sh_class_of(5000), &c, 1), -SH_E_NOMEM);
-    /* large objects do not use the arena */
-    void *big = sh_alloc(h, (size_t)8 << 20);
-    CHECK(big != NULL);
-    sh_free(h, big);
-    sh_free(h, a);
-    sh_free(h, b);
+    sh_heap *h = heap_with((size_t)4 << 20, 0);
     sh_heap_stats st;
     sh_stats(h, &st);
-    CHECK_EQ(st.spans_carved, 2);
+    CHECK_EQ(st.reserved_bytes, (uint64_t)32 << 20);
+    sh_layout L;
+    sh_heap_layout(h, &L);
+    uint64_t nlarge = L.arena_size / 2 / L.span_size, nsmall = L.arena_size / 2 / L.small_span_size;
+    CHECK_EQ(nlarge, 8);
+    CHECK_EQ(nsmall, 128);
+
+    /* the large band: one 1 MiB block per 2 MiB span */
+    void *big[9];
+    for (uint64_t i = 0; i < nlarge; i++) {
+        big[i] = sh_alloc(h, (size_t)1 << 20);
+        REQUIRE(big[i]);
+        CHECK_EQ(vspan_size(&L, big[i]), L.span_size);
+    }
+    CHECK(sh_alloc(h, (size_t)1 << 20) == NULL);
+    CHECK_EQ(sh_last_error(), SH_E_NOMEM);
+    void *mid = sh_alloc(h, 5000); /* a 64 KiB span: the small band still serves */
+    CHECK(mid != NULL);
+    /* the small band: 1 KiB blocks, 63 to a 64 KiB span */
+    int cls = sh_class_of(1024);
+    sh_class_info ci;
+    REQUIRE(sh_class_get(cls, &ci) == SH_OK);
+    static void *small[128 * 64];
+    unsigned n = 0;
+    while (n < sizeof small / sizeof *small && (small[n] = sh_alloc(h, 1024)) != NULL) {
+        CHECK_EQ(vspan_size(&L, small[n]), L.small_span_size);
+        n++;
+    }
+    CHECK_EQ(sh_last_error(), SH_E_NOMEM);
+    CHECK(n < sizeof small / sizeof *small);
+    CHECK_EQ(n, (nsmall - 1) * ci.block_count); /* every small span but the 5000 B block's */
+    CHECK_EQ(sh_alloc_batch(h, cls, &small[n], 1), -SH_E_NOMEM);
+    sh_stats(h, &st);
+    CHECK_EQ(st.spans_carved, nlarge + nsmall);
+    /* large objects do not use the arena */
+    void *obj = sh_alloc(h, (size_t)8 << 20);
+    CHECK(obj != NULL);
+    sh_free(h, obj);
+    for (uint64_t i = 0; i < nlarge; i++)
+        sh_free(h, big[i]);
+    for (unsigned i = 0; i < n; i++)
+        sh_free(h, small[i]);
+    sh_free(h, mid);
+    sh_stats(h, &st);
     CHECK_EQ(st.live_bytes, 0);
+    /* freed spans are reused within their band */
+    void *again = sh_alloc(h, (size_t)1 << 20);
+    CHECK(again != NULL);
+    sh_free(h, again);
     sh_heap_destroy(h);
 }
 
@@ -654,7 +706,9 @@ static void test_remote_and_orphans(void)
             keep = rv[i];
             continue;
         }
-        if (((uintptr_t)rv[i] ^ (uintptr_t)keep) < (2u << 20))
+        sh_layout L;
+        sh_heap_layout(rh, &L);
+        if (vspan_of(&L, rv[i]) == vspan_of(&L, keep))
             continue; /* same span as keep */
         CHECK_EQ(sh_free_checked(rh, rv[i]), SH_OK);
         rv[i] = NULL;
@@ -817,9 +871,10 @@ static void test_trim(void)
     sh_heap_destroy(h);
 }
 
-/* A free span of a larger real size taken for a smaller one keeps only the
- * smaller size resident: before, a kept 2 MiB span serving a 16 KiB class
- * held its 2 MiB for as long as that class used it. */
+/* A free span of a larger real size taken for a smaller one of its band
+ * keeps only the smaller size resident: before, a kept 2 MiB span serving a
+ * smaller class held its 2 MiB for as long as that class used it. A class
+ * of the other band never takes it: its virtual span has the wrong size. */
 static void test_span_taken_for_smaller_size(void)
 {
     sh_heap *h = heap_with(0, 0);
@@ -831,25 +886,87 @@ static void test_span_taken_for_smaller_size(void)
     uint64_t carved = st.spans_carved;
     CHECK(committed >= ((uint64_t)12 << 20));
 
-    /* the first 48-byte block needs a 16 KiB span; the pool has only 2 MiB ones */
-    int cls = sh_class_of(48);
+    /* a 16 KiB block needs a 256 KiB span (large band); the pool has only
+     * 2 MiB ones */
+    int cls = sh_class_of(16384);
     sh_class_info ci;
     REQUIRE(sh_class_get(cls, &ci) == SH_OK);
-    void *b[512];
+    REQUIRE(ci.real_span_size == (256u << 10));
+    void *b[64];
     unsigned n = 0;
-    for (; n < 512 && n < ci.block_count; n++) {
-        b[n] = sh_alloc(h, 48);
+    for (; n < 64 && n < ci.block_count; n++) {
+        b[n] = sh_alloc(h, 16384);
         REQUIRE(b[n]);
-        memset(b[n], 0x33, 48);
+        memset(b[n], 0x33, 16384);
     }
     sh_stats(h, &st);
     CHECK_EQ(st.spans_carved, carved);
     CHECK_EQ(st.class_spans[cls], 1);
     CHECK(st.committed_bytes + ((uint64_t)2 << 20) - ci.real_span_size <= committed);
+
+    /* a 48-byte block needs a 16 KiB span (small band): a new one */
+    void *s48 = sh_alloc(h, 48);
+    REQUIRE(s48);
+    sh_stats(h, &st);
+    CHECK_EQ(st.spans_carved, carved + 1);
+    sh_free(h, s48);
     for (unsigned i = 0; i < n; i++) {
-        CHECK_EQ(((unsigned char *)b[i])[47], 0x33);
+        CHECK_EQ(((unsigned char *)b[i])[16383], 0x33);
         sh_free(h, b[i]);
     }
+    sh_heap_destroy(h);
+}
+
+/* The span of an address depends on its band (bit band_shift, spanheap.h):
+ * a block of each band is freed through its own span's header, an interior
+ * pointer is named as such only when the right mask finds the header, and
+ * addresses of the arena in no carved span -- the end of a band's half,
+ * uncarved spans below the frontier, beyond the frontier -- and addresses
+ * outside the arena are rejected with SH_E_NOT_OWNED. */
+static void test_band_boundary(void)
+{
+    sh_heap *h = heap_with(0, 0);
+    sh_layout L;
+    sh_heap_layout(h, &L);
+    uintptr_t base = (uintptr_t)L.arena_base, half = (uintptr_t)1 << L.band_shift;
+    uintptr_t small = (uintptr_t)L.small_span_size, large = (uintptr_t)L.span_size;
+    void *s64 = sh_alloc(h, 64);      /* 16 KiB real span: small band, its span 0 */
+    void *s512 = sh_alloc(h, 512);    /* 64 KiB real span: small band, span 1     */
+    void *l16k = sh_alloc(h, 16384);  /* 256 KiB real span: large band, span 0    */
+    REQUIRE(s64 && s512 && l16k);
+    CHECK_EQ(vspan_of(&L, s64), base + half);
+    CHECK_EQ(vspan_of(&L, s512), base + half + small);
+    CHECK_EQ(vspan_of(&L, l16k), base);
+    uint64_t frontier = atomic_load_explicit((_Atomic uint64_t *)(uintptr_t)L.frontier_addr,
+                                             memory_order_acquire);
+    REQUIRE(frontier >= base + half + 3 * small);
+
+    /* interior pointers: SH_E_INTERIOR proves the header was found. With
+     * the other band's mask the first would read the zeroed memory at
+     * base + 128 KiB, the second the 64 B span's header. */
+    CHECK_EQ(sh_free_checked(h, (char *)base + 4096 + small + 16), -SH_E_INTERIOR);
+    CHECK_EQ(sh_free_checked(h, (char *)s512 + 8), -SH_E_INTERIOR);
+    /* in the arena, below the frontier, in no carved span */
+    CHECK_EQ(sh_free_checked(h, (char *)base + half - 16), -SH_E_NOT_OWNED);          /* end of large half */
+    CHECK_EQ(sh_free_checked(h, (char *)base + large + 256), -SH_E_NOT_OWNED);        /* large span 1 */
+    CHECK_EQ(sh_free_checked(h, (char *)base + half + 2 * small + 256), -SH_E_NOT_OWNED); /* small span 2 */
+    CHECK_EQ(sh_free_checked(h, (char *)vspan_of(&L, s64) + (16u << 10)), -SH_E_NOT_OWNED); /* past real span */
+    /* beyond the frontier, at the end of the arena, and outside it */
+    CHECK_EQ(sh_free_checked(h, (void *)(uintptr_t)((frontier + 2 * half) & ~(uint64_t)(2 * half - 1))),
+             -SH_E_NOT_OWNED);
+    CHECK_EQ(sh_free_checked(h, (void *)(base + (uintptr_t)L.arena_size - 16)), -SH_E_NOT_OWNED);
+    CHECK_EQ(sh_free_checked(h, (void *)(base - 16)), -SH_E_NOT_OWNED);
+    CHECK_EQ(sh_free_checked(h, (void *)(base + (uintptr_t)L.arena_size)), -SH_E_NOT_OWNED);
+
+    /* a block of each band frees, once */
+    CHECK_EQ(sh_free_checked(h, s64), SH_OK);
+    CHECK_EQ(sh_free_checked(h, s512), SH_OK);
+    CHECK_EQ(sh_free_checked(h, l16k), SH_OK);
+    CHECK_EQ(sh_free_checked(h, s512), -SH_E_DOUBLE_FREE);
+    CHECK_EQ(sh_free_checked(h, l16k), -SH_E_DOUBLE_FREE);
+    sh_heap_stats st;
+    sh_stats(h, &st);
+    CHECK_EQ(st.live_bytes, 0);
     sh_heap_destroy(h);
 }
 
@@ -890,14 +1007,14 @@ static void test_hot_path_leaves_header_alone(void)
     sh_heap_layout(h, &L);
     void *first = sh_alloc(h, 64); /* takes the span and its first chunk */
     REQUIRE(first != NULL);
-    uintptr_t span = (uintptr_t)first & ~(uintptr_t)(L.span_size - 1);
+    uintptr_t span = vspan_of(&L, first);
     unsigned char before[256], after[256];
     memcpy(before, (void *)span, sizeof before);
     void *p[8];
     for (int i = 0; i < 8; i++) {
         p[i] = sh_alloc(h, 64);
         REQUIRE(p[i] != NULL);
-        CHECK_EQ((uintptr_t)p[i] & ~(uintptr_t)(L.span_size - 1), span);
+        CHECK_EQ(vspan_of(&L, p[i]), span);
     }
     for (int i = 0; i < 8; i++)
         sh_free(h, p[i]);
@@ -932,6 +1049,7 @@ int main(void)
     test_span_taken_for_smaller_size();
     test_zero();
     test_hot_path_leaves_header_alone();
+    test_band_boundary();
     if (t_failures) {
         fprintf(stderr, "test_api: %d check(s) failed\n", t_failures);
         return 1;

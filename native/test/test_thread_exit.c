@@ -66,7 +66,7 @@ static void *exiting_thread(void *arg)
 
 static uint64_t anchor_of(const void *p)
 {
-    const sh_span *s = (const sh_span *)((uintptr_t)p & ~(uintptr_t)(SH_SPAN_SIZE - 1));
+    const sh_span *s = sh_span_of(p);
     return atomic_load_explicit(&s->anchor, memory_order_acquire);
 }
 
@@ -94,9 +94,9 @@ static void test_orphan_after_span_reuse(void)
     pthread_t a;
     REQUIRE(pthread_create(&a, NULL, exiting_thread, NULL) == 0);
     step_wait(1);
-    uintptr_t span = (uintptr_t)a_blocks[0] & ~(uintptr_t)(SH_SPAN_SIZE - 1);
+    uintptr_t span = (uintptr_t)sh_span_of(a_blocks[0]);
     for (int i = 1; i < A_BLOCKS; i++)
-        REQUIRE(((uintptr_t)a_blocks[i] & ~(uintptr_t)(SH_SPAN_SIZE - 1)) == span);
+        REQUIRE((uintptr_t)sh_span_of(a_blocks[i]) == span);
 
     /* hold the orphanage: A stops after detaching its span */
     pthread_mutex_lock(&heap->orphans->lock);
@@ -120,12 +120,12 @@ static void test_orphan_after_span_reuse(void)
         small_blocks[i] = sh_alloc(heap, small_size);
         REQUIRE(small_blocks[i]);
         memset(small_blocks[i], 0x5A, small_size);
-        in_span += ((uintptr_t)small_blocks[i] & ~(uintptr_t)(SH_SPAN_SIZE - 1)) == span;
+        in_span += (uintptr_t)sh_span_of(small_blocks[i]) == span;
     }
     CHECK_EQ(in_span, small.block_count); /* the spare was reused */
     void *freed = NULL;
     for (uint32_t i = 0; i <= small.block_count && !freed; i++) {
-        if (((uintptr_t)small_blocks[i] & ~(uintptr_t)(SH_SPAN_SIZE - 1)) == span) {
+        if ((uintptr_t)sh_span_of(small_blocks[i]) == span) {
             freed = small_blocks[i];
             small_blocks[i] = NULL;
             sh_free(heap, freed);
@@ -145,7 +145,7 @@ static void test_orphan_after_span_reuse(void)
     void *b = sh_alloc(heap, big_size);
     REQUIRE(b);
     CHECK(sh_usable_size(heap, b) >= big_size);
-    CHECK(((uintptr_t)b & ~(uintptr_t)(SH_SPAN_SIZE - 1)) != span);
+    CHECK((uintptr_t)sh_span_of(b) != span);
     memset(b, 0xC3, big_size);
     for (uint32_t i = 0; i <= small.block_count; i++) {
         if (!small_blocks[i])

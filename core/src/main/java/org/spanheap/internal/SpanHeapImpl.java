@@ -92,7 +92,6 @@ public final class SpanHeapImpl implements HeapEngine {
     private final MemorySegment frontier;
     private final long base;
     private final long arenaSize;
-    private final long spanMask;
     private final long freeKey;
     /** Per class: index in a cache's {@code m} of the first magazine slot, and one past the last; see {@link MagazineLayout}. */
     private final int[] cacheBase;
@@ -169,14 +168,19 @@ public final class SpanHeapImpl implements HeapEngine {
         this.base = out.get(JAVA_LONG, SpanLayout.LAYOUT_ARENA_BASE);
         this.arenaSize = out.get(JAVA_LONG, SpanLayout.LAYOUT_ARENA_SIZE);
         long spanSize = out.get(JAVA_LONG, SpanLayout.LAYOUT_SPAN_SIZE);
+        long smallSpanSize = out.get(JAVA_LONG, SpanLayout.LAYOUT_SMALL_SPAN_SIZE);
+        long bandShift = out.get(JAVA_LONG, SpanLayout.LAYOUT_BAND_SHIFT);
         long frontierAddress = out.get(JAVA_LONG, SpanLayout.LAYOUT_FRONTIER_ADDR);
         this.freeKey = out.get(JAVA_LONG, SpanLayout.LAYOUT_FREE_KEY);
-        if (Long.bitCount(spanSize) != 1 || (base & (spanSize - 1)) != 0 || frontierAddress == 0) {
+        // The fast paths' band rule has the geometry as constants: the library must agree.
+        if (spanSize != SpanLayout.SPAN_SIZE || smallSpanSize != SpanLayout.SMALL_SPAN_SIZE
+                || bandShift != Integer.numberOfTrailingZeros(SpanLayout.SMALL_BAND_BIT)
+                || (base & ((2L * SpanLayout.SMALL_BAND_BIT) - 1)) != 0 || frontierAddress == 0) {
             NativeHeap.heapDestroy(heap);
             throw new IllegalStateException("sh_heap_layout: bad layout: base 0x" + Long.toHexString(base)
-                    + ", span_size " + spanSize + ", frontier_addr 0x" + Long.toHexString(frontierAddress));
+                    + ", span_size " + spanSize + ", small_span_size " + smallSpanSize + ", band_shift "
+                    + bandShift + ", frontier_addr 0x" + Long.toHexString(frontierAddress));
         }
-        this.spanMask = ~(spanSize - 1);
         this.arena = MemorySegment.ofAddress(base).reinterpret(arenaSize, lifetime, null);
         this.frontier = MemorySegment.ofAddress(frontierAddress).reinterpret(8, lifetime, null);
 
@@ -475,6 +479,12 @@ public final class SpanHeapImpl implements HeapEngine {
      * after checking, in Java, that it is a live block start of a cached class of this heap;
      * anything else goes to {@link #freeSlow}, which re-checks and names the error.
      *
+     * <p>The span of the address: the arena has two bands of virtual spans, and bit
+     * {@link SpanLayout#SMALL_BAND_BIT} of the offset (the base is aligned) is set in the small
+     * band; then the band's mask. A test and two constants: C2 compiles it to a branch that
+     * the profile predicts, so the header load waits for one {@code and} as with a single
+     * mask (docs/java-core.md, "The free path without a downcall").
+     *
      * <p>The checks: {@code base <= address < *frontier} (so the span header is readable);
      * the span header's first 8 bytes hold {@code SH_SPAN_MAGIC} and a cached class c (one
      * 8-byte load: magic in bits 0..31, size_class in bits 32..47, x86-64 is little-endian);
@@ -485,7 +495,8 @@ public final class SpanHeapImpl implements HeapEngine {
         long offset = address - base;
         if (Long.compareUnsigned(offset, frontierOffset) < 0) {
             // A closed heap makes this access throw IllegalStateException.
-            long span = offset & spanMask;
+            long span = offset & (((int) offset & SpanLayout.SMALL_BAND_BIT) != 0
+                    ? SpanLayout.SMALL_SPAN_MASK : SpanLayout.SPAN_MASK);
             long header = arena.get(JAVA_LONG_UNALIGNED, span);
             int sizeClass = (int) (header >>> 32) & 0xFFFF;
             long threadId = Thread.currentThread().threadId();
@@ -524,7 +535,8 @@ public final class SpanHeapImpl implements HeapEngine {
                 freeDirect(address);               // large object, or not ours
                 return;
             }
-            long span = offset & spanMask;
+            long span = offset & (((int) offset & SpanLayout.SMALL_BAND_BIT) != 0
+                    ? SpanLayout.SMALL_SPAN_MASK : SpanLayout.SPAN_MASK);   // as in freeAddress
             long header = arena.get(JAVA_LONG_UNALIGNED, span);
             int sizeClass = (int) (header >>> 32) & 0xFFFF;
             if ((int) header != SpanLayout.SPAN_MAGIC || sizeClass >= cachedClassCount

@@ -18,12 +18,15 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * Keep this class and the header in step.
  *
  * <pre>{@code
- * virtual span (span_size bytes, span_size-aligned, inside [arena_base, *frontier))
+ * arena: periods of 2^(band_shift + 1) bytes; bit band_shift of an address names its band
+ * | large band: span_size spans | small band: small_span_size spans | large band | ...
+ *
+ * virtual span (span_size or small_span_size bytes, aligned to it, inside [arena_base, *frontier))
  * +--------+--------+--------+-----------------+---------+---------+-----
  * | magic  | class  | rsvd   | (native header) | block 0 | block 1 | ...
  * | u32 @0 | u16 @4 | u16 @6 |                 |         |         |
  * +--------+--------+--------+-----------------+---------+---------+-----
- * ^ span start = addr & ~(span_size - 1)     ^ payload_offset + k * block_size
+ * ^ span start = addr & ~(band's span size - 1) ^ payload_offset + k * block_size
  *
  * block (block_size bytes, 16-aligned)
  * +----------------+--------------------------------+------
@@ -33,13 +36,15 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * |                |    span pool, or a Java thread cache)
  * +----------------+--------------------------------+------
  *
- * sh_layout (48 B)                      sh_class_info (16 B)
+ * sh_layout (64 B)                      sh_class_info (16 B)
  *  @0  u64 arena_base                    @0  u32 block_size
  *  @8  u64 arena_size                    @4  u32 payload_offset
- *  @16 u64 span_size                     @8  u32 block_count
+ *  @16 u64 span_size (large band)        @8  u32 block_count
  *  @24 u64 frontier_addr (-> u64)        @12 u32 real_span_size
  *  @32 u64 free_key
  *  @40 u64 max_small_size
+ *  @48 u64 small_span_size (small band)
+ *  @56 u64 band_shift
  *
  * sh_config (40 B)                      sh_heap_stats (1136 B)
  *  @0  size_t   reserve_bytes            @0 .. @104  14 x u64 counters (see STATS)
@@ -54,7 +59,7 @@ public final class SpanLayout {
     private SpanLayout() {}
 
     /** {@code SH_ABI_VERSION} this descriptor mirrors. */
-    public static final int ABI_VERSION = 3;
+    public static final int ABI_VERSION = 4;
     /** {@code SH_MAX_CLASSES}. */
     public static final int MAX_CLASSES = 64;
     /** {@code SH_SPAN_MAGIC}: "SPAN". */
@@ -102,6 +107,20 @@ public final class SpanLayout {
     // The Java fast path reads magic and size_class together as one little-endian u64 at
     // offset 0: magic = bits 0..31, size_class = bits 32..47.
 
+    // ---- the two bands of virtual spans (sh_layout, checked against it per heap) ----
+    // Constants here, not fields, so the free fast path tests and masks with immediates;
+    // SpanHeapImpl refuses a library whose sh_layout says otherwise.
+    /** {@code 1 << band_shift}: the bit of an arena offset that is set in the small band. */
+    public static final int SMALL_BAND_BIT = 1 << 24;
+    /** {@code span_size}: virtual span size of the large band. */
+    public static final long SPAN_SIZE = 2L << 20;
+    /** {@code small_span_size}: virtual span size of the small band. */
+    public static final long SMALL_SPAN_SIZE = 128L << 10;
+    /** The large band's span mask: span start = offset & mask (the arena base is aligned). */
+    public static final long SPAN_MASK = ~(SPAN_SIZE - 1);
+    /** The small band's span mask. */
+    public static final long SMALL_SPAN_MASK = ~(SMALL_SPAN_SIZE - 1);
+
     /** Offset inside a block of the free-mark word {@code free_key ^ block_address}. */
     public static final long BLOCK_FREE_MARK_OFFSET = 8;
     /** Smallest alignment of every block ({@code sh_alloc}: "aligned to at least 16"). */
@@ -115,7 +134,9 @@ public final class SpanLayout {
             JAVA_LONG.withName("span_size"),
             JAVA_LONG.withName("frontier_addr"),
             JAVA_LONG.withName("free_key"),
-            JAVA_LONG.withName("max_small_size")).withName("sh_layout");
+            JAVA_LONG.withName("max_small_size"),
+            JAVA_LONG.withName("small_span_size"),
+            JAVA_LONG.withName("band_shift")).withName("sh_layout");
     /** Byte offset of {@code arena_base} in {@code sh_layout}. */
     public static final long LAYOUT_ARENA_BASE = offset(SH_LAYOUT, "arena_base");
     /** Byte offset of {@code arena_size} in {@code sh_layout}. */
@@ -128,6 +149,10 @@ public final class SpanLayout {
     public static final long LAYOUT_FREE_KEY = offset(SH_LAYOUT, "free_key");
     /** Byte offset of {@code max_small_size} in {@code sh_layout}. */
     public static final long LAYOUT_MAX_SMALL_SIZE = offset(SH_LAYOUT, "max_small_size");
+    /** Byte offset of {@code small_span_size} in {@code sh_layout}. */
+    public static final long LAYOUT_SMALL_SPAN_SIZE = offset(SH_LAYOUT, "small_span_size");
+    /** Byte offset of {@code band_shift} in {@code sh_layout}. */
+    public static final long LAYOUT_BAND_SHIFT = offset(SH_LAYOUT, "band_shift");
 
     // ---- sh_class_info --------------------------------------------------
     /** {@code sh_class_info}: the geometry of one size class. */

@@ -43,7 +43,7 @@ class FastPathBudgetTest {
     /** Bytecode budget per fast-path method (class, name, descriptor): see the class comment. */
     static final Object[][] BUDGETS = {
         {SpanHeapImpl.class, "allocateAddress", "(JJ)J", 152},                         // 144 today
-        {SpanHeapImpl.class, "freeAddress", "(J)V", 283},                              // 267
+        {SpanHeapImpl.class, "freeAddress", "(J)V", 283},                              // 280
         {SpanHeapImpl.class, "free", "(Ljava/lang/foreign/MemorySegment;)V", 32},      // 30
         {SpanHeapImpl.class, "segment", "(JJ)Ljava/lang/foreign/MemorySegment;", 42},  // 40
         {SpanHeap.class, "allocateUninitialized", "(J)Ljava/lang/foreign/MemorySegment;", 48},  // 45
