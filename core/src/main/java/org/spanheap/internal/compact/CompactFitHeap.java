@@ -985,12 +985,7 @@ public final class CompactFitHeap {
 
     /** Bytes the large segments map but do not count as committed: granules never touched or given back (tests). */
     long segmentBytesNotCommitted() {
-        large.lock.lock();
-        try {
-            return large.segments.mappedBytes() - large.segments.residentBytes();
-        } finally {
-            large.lock.unlock();
-        }
+        return large.segmentBytesNotCommitted();
     }
 
     /** Pages out and in the reserve, large objects' mappings and resident runs: what stats() reports as committed. */
@@ -1090,12 +1085,7 @@ public final class CompactFitHeap {
                 }
             }
             source.addRanges(ranges);
-            large.lock.lock();
-            try {
-                large.segments.addRanges(ranges);
-            } finally {
-                large.lock.unlock();
-            }
+            large.addSegmentRanges(ranges);
             // large objects: live, or freed and waiting in the limbo (mapped until a round releases them)
             for (int s = 0; s < Limbo.STRIPES; s++) {
                 for (int i = limbo.peek(s); i != HandleTable.NO_INDEX; i = table.link(i)) {

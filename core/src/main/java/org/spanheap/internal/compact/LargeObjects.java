@@ -78,6 +78,26 @@ final class LargeObjects {
         return mappedBytes.get() + segments.usedBytes();
     }
 
+    /** Bytes the segments map but do not count as committed: granules never touched or given back. */
+    long segmentBytesNotCommitted() {
+        lock.lock();
+        try {
+            return segments.mappedBytes() - segments.residentBytes();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Adds the segments' resident granules to {@code ranges} (to ask the OS which pages are in RAM). */
+    void addSegmentRanges(MemoryRanges ranges) {
+        lock.lock();
+        try {
+            segments.addRanges(ranges);
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Bytes that large objects add to the heap's committed bytes: their mappings and the resident runs. */
     long committedBytes() {
         return mappedBytes.get() + segments.residentBytes();
