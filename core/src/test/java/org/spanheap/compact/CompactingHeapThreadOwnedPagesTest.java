@@ -2,11 +2,14 @@ package org.spanheap.compact;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.spanheap.CompactingHeap;
 import org.spanheap.StaleHandleException;
@@ -120,6 +123,77 @@ class CompactingHeapThreadOwnedPagesTest {
             assertEquals(handles.length / 2, heap.stats().liveObjects());
             for (int i = 1; i < handles.length; i += 2) { // freed by a thread that never owned them
                 heap.free(handles[i]);
+            }
+            heap.compact();
+            assertEquals(0, heap.stats().liveObjects());
+        }
+    }
+
+    @Test
+    void aLongReplaceLoopReusesTheOwnersPagesAndKeepsTheHeapSmall() {
+        try (CompactingHeap heap = ownedPagesHeap()) {
+            SplittableRandom random = new SplittableRandom(11);
+            long[] handles = new long[2000]; // 64-byte objects: about two 64 KiB pages live
+            for (int i = 0; i < handles.length; i++) {
+                handles[i] = object(heap, i);
+            }
+            for (int round = 0; round < 400_000; round++) {
+                int i = random.nextInt(handles.length);
+                long old = handles[i];
+                handles[i] = object(heap, i);
+                heap.free(old);
+            }
+            for (int i = 0; i < handles.length; i++) {
+                check(heap, handles[i], i);
+            }
+            heap.compact();
+            // the owner's current and waiting pages went back to the lanes before the count:
+            // what the heap holds is the live objects' pages and the reserve, not a page per fill
+            assertEquals(handles.length, heap.stats().liveObjects());
+            long pages = heap.stats().pages();
+            assertTrue(pages <= 12, "pages after 400,000 replaces: " + pages);
+        }
+    }
+
+    @Test
+    void twoLiveThreadsWhoseIdsShareARecordSlotKeepTheirOwnPages() throws Exception {
+        try (CompactingHeap heap = ownedPagesHeap()) {
+            CyclicBarrier start = new CyclicBarrier(2);
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            Runnable work = () -> {
+                try {
+                    start.await();
+                    long id0 = Thread.currentThread().threadId() << 32;
+                    long[] handles = new long[1000];
+                    for (int i = 0; i < handles.length; i++) {
+                        handles[i] = object(heap, id0 + i);
+                    }
+                    SplittableRandom random = new SplittableRandom(id0);
+                    for (int round = 0; round < 100_000; round++) {
+                        int i = random.nextInt(handles.length);
+                        check(heap, handles[i], id0 + i);
+                        long old = handles[i];
+                        handles[i] = object(heap, id0 + i);
+                        heap.free(old);
+                    }
+                    for (long h : handles) {
+                        heap.free(h);
+                    }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            };
+            Thread first = Thread.ofPlatform().unstarted(work);
+            Thread second;
+            do { // thread ids are handed out in order: one of the next 256 shares the first's slot
+                second = Thread.ofPlatform().unstarted(work);
+            } while (((second.threadId() ^ first.threadId()) & 255) != 0);
+            first.start();
+            second.start();
+            first.join();
+            second.join();
+            if (failure.get() != null) {
+                throw new AssertionError(failure.get());
             }
             heap.compact();
             assertEquals(0, heap.stats().liveObjects());

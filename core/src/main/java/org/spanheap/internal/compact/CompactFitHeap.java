@@ -125,6 +125,8 @@ public final class CompactFitHeap {
      * the reader's loads of universe and state are all volatile, so they are totally ordered).
      */
     private volatile long epochNumber;
+    /** Set by an owner whose full pages' deferred frees all wait for an epoch change; cleared by the next round (volatile). */
+    private volatile boolean epochWanted;
     /** The number of the last closed epoch, -1 before the first close; written after the close (volatile). */
     private volatile long closedThrough = -1;
     /** Thread-owned pages of the small classes; every class is lane-allocated without the background thread. */
@@ -446,8 +448,7 @@ public final class CompactFitHeap {
             abandon(c, p, slot, index, size);
             throw e;
         }
-        table.publishLive(index, address, size, p);
-        return table.handleOf(index);
+        return table.publishLive(index, address, size, p);
     }
 
     /**
@@ -482,8 +483,7 @@ public final class CompactFitHeap {
             t.allocatedBytes -= size;
             throw e;
         }
-        table.publishLive(index, address, size, p);
-        return table.handleOf(index);
+        return table.publishLive(index, address, size, p);
     }
 
     /**
@@ -540,9 +540,9 @@ public final class CompactFitHeap {
         }
         // a thread adopted the page during the fill: its slots are the owner's now, so the block
         // leaves through a free (a kill, then the page's thread-free list), as any other
-        table.publishLive(index, p.addressOf(slot), size, p);
+        long handle = table.publishLive(index, p.addressOf(slot), size, p);
         try {
-            free(table.handleOf(index));
+            free(handle);
         } catch (IllegalStateException e) {
             // closed meanwhile: its memory went with the heap
         }
@@ -686,6 +686,20 @@ public final class CompactFitHeap {
         return epochNumber;
     }
 
+    /**
+     * An owner found none of its full pages reusable: asks the background thread for an epoch
+     * change soon (one volatile read when already asked).
+     */
+    void requestEpochChange() {
+        if (!epochWanted) {
+            epochWanted = true;
+            Compactor k = compactor;
+            if (k != null) {
+                k.wake();
+            }
+        }
+    }
+
     long closedThrough() {
         return closedThrough;
     }
@@ -775,7 +789,8 @@ public final class CompactFitHeap {
      */
     boolean hasWork(boolean idle) {
         boolean rest = idle ? pacing.restDueOnIdleTick(operations()) : pacing.restPassGoesOn(operations());
-        return limbo.pendingUnits() << 4 >= batchBytes || (idle && (!limbo.isEmpty() || evacuation.hasMovedOut()))
+        return limbo.pendingUnits() << 4 >= batchBytes || epochWanted
+                || (idle && (!limbo.isEmpty() || evacuation.hasMovedOut()))
                 || pacing.compactionDue() || rest;
     }
 
@@ -816,9 +831,11 @@ public final class CompactFitHeap {
         event.begin();
         long t0 = System.nanoTime();
         int[] freed = limboRelease.heads;
+        boolean wanted = epochWanted;
+        epochWanted = false; // before the change: an owner asking after it asks again
         limbo.drain(freed); // volatile: the pushers' links are visible
         long planned = goal == Integer.MAX_VALUE ? 0 : evacuation.plan(goal, minAge, maxSourceUse);
-        if (LimboRelease.isEmpty(freed) && evacuation.count() == 0 && !evacuation.hasMovedOut()) {
+        if (LimboRelease.isEmpty(freed) && evacuation.count() == 0 && !evacuation.hasMovedOut() && !wanted) {
             return 0;
         }
         MemoryReleaseEvent release = new MemoryReleaseEvent();

@@ -222,8 +222,8 @@ public final class HandleTable {
         publishLive(index, address, size, null);
     }
 
-    /** {@link #publishLive(int, long, long)} of a block in {@code page}. */
-    void publishLive(int index, long address, long size, Page page) {
+    /** {@link #publishLive(int, long, long)} of a block in {@code page}; {@return its handle} */
+    long publishLive(int index, long address, long size, Page page) {
         long[] w = words[index >>> CHUNK_SHIFT];
         Chunk c = chunks[index >>> CHUNK_SHIFT];
         int o = wordOf(index);
@@ -231,6 +231,7 @@ public final class HandleTable {
         w[o + 1] = address;
         c.page[index & CHUNK_MASK] = page;
         LONGS.setRelease(w, o, gen | LIVE | size);     // address and page before the state
+        return tag << TAG_SHIFT | (gen >>> STATE_GEN_SHIFT) << 32 | index;
     }
 
     /**

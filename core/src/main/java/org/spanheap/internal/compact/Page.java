@@ -83,7 +83,7 @@ final class Page {
 
     /** {@return the slot in this page of the block at {@code address}} */
     int slotOf(long address) {
-        return (int) ((address - base) / sizeClass.blockSize);
+        return sizeClass.slotAt(address - base);
     }
 
     /** {@return whether a slot is free now} */

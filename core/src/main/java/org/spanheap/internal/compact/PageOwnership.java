@@ -1,12 +1,15 @@
 package org.spanheap.internal.compact;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 
 /**
  * Thread-owned pages for the small size classes (those whose page holds at
  * least {@link CompactFitHeap#OWNED_MIN_BLOCKS} blocks), as in mimalloc's
- * free-list sharding: each platform thread owns at most one page per class
- * ({@link ThreadPages}) and allocates from it without a lock; a free by the
+ * free-list sharding: each platform thread owns a page per class that it
+ * allocates from without a lock, and up to {@link ThreadPages#WAITING} full ones
+ * whose frees wait for their epoch ({@link ThreadPages}); a free by the
  * owner is a plain push on the page's {@link DeferredSlots}; a free by another
  * thread is a CAS push on the page's thread-free list ({@link RemoteFrees}),
  * which the owner takes whole when its page has no free slot. Virtual threads
@@ -51,6 +54,18 @@ final class PageOwnership {
     private final SizeClassPages[] lanes;
     private final int[] firstLane;
     private final boolean[] owned;
+    /** Slots of {@link #byThread}, a power of two. */
+    private static final int TABLE_SIZE = 256;
+    private static final VarHandle SLOTS = MethodHandles.arrayElementVarHandle(ThreadPages[].class);
+    /**
+     * Records by thread id ({@code threadId & (TABLE_SIZE - 1)}), read plainly: a thread uses
+     * the record it finds only if the record's final {@code thread} is itself (final fields are
+     * seen initialised by any thread that sees the reference), so a stale or racing read only
+     * sends it to {@link #local}. A lookup here is a field and an array load, against about
+     * 5 ns for a {@code ThreadLocal} on every allocation.
+     */
+    private final ThreadPages[] byThread = new ThreadPages[TABLE_SIZE];
+    /** Records of threads whose slot of {@link #byThread} another live thread holds. */
     private final ThreadLocal<ThreadPages> local = new ThreadLocal<>();
     /** Every live record (guarded by this), and the counters of records whose thread ended. */
     private final ArrayList<ThreadPages> records = new ArrayList<>();
@@ -74,15 +89,26 @@ final class PageOwnership {
 
     /** {@return the calling thread's record, made on its first call; null for a virtual thread} */
     ThreadPages mine() {
+        Thread me = Thread.currentThread();
+        ThreadPages t = byThread[(int) me.threadId() & (TABLE_SIZE - 1)];
+        return t != null && t.thread == me ? t : mineSlow(me);
+    }
+
+    private ThreadPages mineSlow(Thread me) {
         ThreadPages t = local.get();
         if (t == null) {
-            Thread me = Thread.currentThread();
             if (me.isVirtual()) {
                 return null;
             }
             t = new ThreadPages(me, owned.length);
+            int slot = (int) me.threadId() & (TABLE_SIZE - 1);
             synchronized (this) {
                 records.add(t);
+                ThreadPages held = byThread[slot];
+                if (held == null || !held.thread.isAlive()) { // a dead thread's record stays in records until given up
+                    SLOTS.setRelease(byThread, slot, t);
+                    return t;
+                }
             }
             local.set(t);
         }
@@ -91,18 +117,22 @@ final class PageOwnership {
 
     /** {@return the calling thread's record if it has one, without making one} */
     private ThreadPages mineIfAny() {
-        return local.get();
+        Thread me = Thread.currentThread();
+        ThreadPages t = byThread[(int) me.threadId() & (TABLE_SIZE - 1)];
+        return t != null && t.thread == me ? t : local.get();
     }
 
     // ---- the owner's side ---------------------------------------------------------
 
     /**
      * The owner's page of class {@code cls} with a free slot. Its current page, after
-     * collecting what became reusable if it had none; else its waiting page (the one it
-     * filled before) if an epoch change made room there, the two swapping roles; else the
-     * waiting page is given up, the full current page waits in its place (its deferred frees
-     * are reusable if any round changes the epoch while the next page fills), and another
-     * page is adopted.
+     * collecting what became reusable if it had none; else the oldest of its waiting pages
+     * (those it filled before, at most {@link ThreadPages#WAITING}) where an epoch change made
+     * room, which becomes current while the full one waits in its place. Else the full page
+     * joins the waiting ones (if they are {@link ThreadPages#WAITING} already, the one with the
+     * fewest deferred frees, nearly all live, is given up) and another page is adopted; and
+     * if some page holds at least an eighth of a page of deferred frees, which only an epoch
+     * change makes reusable, the background thread is asked for one.
      */
     Page pageWithRoom(ThreadPages t, int cls) {
         Page p = t.pages[cls];
@@ -114,19 +144,43 @@ final class PageOwnership {
             if (p.hasFree()) {
                 return p;
             }
-            Page w = t.waiting[cls];
-            if (w != null) {
+            Page[] ws = t.waiting[cls];
+            int nw = t.waitingCount[cls];
+            for (int k = 0; k < nw; k++) { // oldest first: its frees are the likeliest to be reusable
+                Page w = ws[k];
                 collect(t, cls, w);
                 if (w.hasFree()) {
+                    System.arraycopy(ws, k + 1, ws, k, nw - k - 1);
+                    ws[nw - 1] = p;
                     t.pages[cls] = w;
-                    t.waiting[cls] = p;
                     return w;
                 }
-                t.waiting[cls] = null;
+            }
+            // None reusable now. Pages whose frees wait only for an epoch change are worth asking
+            // for one (a handshake with every thread); pages nearly full of live objects are not,
+            // and the one with the fewest frees goes back to its lane.
+            int worth = p.sizeClass.blocksPerPage >>> 3;
+            int fewest = -1, most = p.deferred.count();
+            for (int k = 0; k < nw; k++) {
+                int n = ws[k].deferred.count();
+                most = Math.max(most, n);
+                if (fewest < 0 || n < ws[fewest].deferred.count()) {
+                    fewest = k;
+                }
+            }
+            if (most >= worth) {
+                heap.requestEpochChange();
+            }
+            if (nw == ws.length) {
+                Page w = ws[fewest];
+                System.arraycopy(ws, fewest + 1, ws, fewest, nw - fewest - 1);
+                nw--;
+                ws[nw] = null;
                 heap.limboPushed(giveUp(w));
             }
             t.pages[cls] = null;
-            t.waiting[cls] = p;
+            ws[nw] = p;
+            t.waitingCount[cls] = nw + 1;
         }
         return adopt(t, cls);
     }
@@ -226,10 +280,16 @@ final class PageOwnership {
 
     /** Gives up both of {@code t}'s pages of class {@code cls} (see {@link #giveUp(Page)}); {@return the limbo's pending units} */
     long giveUp(ThreadPages t, int cls) {
-        Page p = t.pages[cls], w = t.waiting[cls];
+        Page p = t.pages[cls];
         t.pages[cls] = null;
-        t.waiting[cls] = null;
-        return Math.max(p == null ? 0 : giveUp(p), w == null ? 0 : giveUp(w));
+        long pending = p == null ? 0 : giveUp(p);
+        Page[] ws = t.waiting[cls];
+        for (int k = 0; k < t.waitingCount[cls]; k++) {
+            pending = Math.max(pending, giveUp(ws[k]));
+            ws[k] = null;
+        }
+        t.waitingCount[cls] = 0;
+        return pending;
     }
 
     /**
@@ -319,6 +379,10 @@ final class PageOwnership {
                 any = true;
                 records.set(k, records.get(records.size() - 1));
                 records.remove(records.size() - 1);
+                int slot = (int) t.thread.threadId() & (TABLE_SIZE - 1);
+                if (byThread[slot] == t) {
+                    SLOTS.setRelease(byThread, slot, null); // the record and its thread can be collected
+                }
                 for (int cls = 0; cls < owned.length; cls++) {
                     pending = Math.max(pending, giveUp(t, cls)); // lane locks inside: monitor, then lane lock
                     t.trimMagazine(table, cls, 0);
@@ -353,7 +417,9 @@ final class PageOwnership {
             out[3] += t.releasedBytes;
             for (int cls = 0; cls < t.pages.length; cls++) {
                 addPage(out, t.pages[cls]);
-                addPage(out, t.waiting[cls]);
+                for (int k = 0; k < t.waitingCount[cls]; k++) {
+                    addPage(out, t.waiting[cls][k]);
+                }
             }
         }
     }

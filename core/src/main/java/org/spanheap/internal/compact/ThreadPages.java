@@ -14,8 +14,14 @@ final class ThreadPages {
     final Thread thread;
     /** Per class: the owned page allocations come from, or null. */
     final Page[] pages;
-    /** Per class: the owned page filled before it, whose deferred frees wait for their epoch, or null. */
-    final Page[] waiting;
+    /**
+     * Full pages a thread keeps per class while their deferred frees wait for their epoch: an
+     * epoch change during the fill of the next ones makes them reusable (see {@link PageOwnership#pageWithRoom}).
+     */
+    static final int WAITING = 4;
+    /** Per class: the owned pages filled before the current one, oldest first, whose deferred frees wait for their epoch; and their count. */
+    final Page[][] waiting;
+    final int[] waitingCount;
     /** Per class: the magazine's top index, and its count. */
     final int[] indexHead;
     final int[] indexCount;
@@ -25,7 +31,8 @@ final class ThreadPages {
     ThreadPages(Thread thread, int classes) {
         this.thread = thread;
         this.pages = new Page[classes];
-        this.waiting = new Page[classes];
+        this.waiting = new Page[classes][WAITING];
+        this.waitingCount = new int[classes];
         this.indexHead = new int[classes];
         this.indexCount = new int[classes];
     }
