@@ -142,6 +142,8 @@ public final class CompactFitHeap {
     private final Limbo limbo = new Limbo(table);
     /** Objects above the largest size class, each in a mapping. */
     private final LargeObjects large;
+    /** Slots of given-up pages that their owner freed, waiting for their epoch to close. */
+    private final PendingSlots pendingSlots;
     /** The release of freed objects after their epoch closed. */
     private final LimboRelease limboRelease;
 
@@ -200,7 +202,8 @@ public final class CompactFitHeap {
         for (int c = 0; c < sizes.count(); c++) {
             owned[c] = threadOwnedPages && startThread && reclaimBatchBytes > 0 && pageSize / sizes.blockSize(c) >= OWNED_MIN_BLOCKS;
         }
-        this.ownership = new PageOwnership(this, table, source, limbo, classes, firstLane, owned);
+        this.pendingSlots = new PendingSlots(emptied);
+        this.ownership = new PageOwnership(this, table, source, limbo, pendingSlots, classes, firstLane, owned);
         if (startThread && reclaimBatchBytes > 0) {
             compactor = new Compactor(this);
             compactor.start();
@@ -664,7 +667,7 @@ public final class CompactFitHeap {
             if (p != null) {
                 ThreadPages o = p.ownerPages; // plain: names this thread only if it owns the page (PageOwnership)
                 if (o != null && o.thread == Thread.currentThread()) {
-                    ownership.deferFree(p, index, HandleTable.size(state));
+                    ownership.deferFree(o, p, index, state);
                     return;
                 }
                 if (p.remoteFree.push(table, index)) {
@@ -790,7 +793,7 @@ public final class CompactFitHeap {
     boolean hasWork(boolean idle) {
         boolean rest = idle ? pacing.restDueOnIdleTick(operations()) : pacing.restPassGoesOn(operations());
         return limbo.pendingUnits() << 4 >= batchBytes || epochWanted
-                || (idle && (!limbo.isEmpty() || evacuation.hasMovedOut()))
+                || (idle && (!limbo.isEmpty() || evacuation.hasMovedOut() || !pendingSlots.isEmpty()))
                 || pacing.compactionDue() || rest;
     }
 
@@ -835,7 +838,8 @@ public final class CompactFitHeap {
         epochWanted = false; // before the change: an owner asking after it asks again
         limbo.drain(freed); // volatile: the pushers' links are visible
         long planned = goal == Integer.MAX_VALUE ? 0 : evacuation.plan(goal, minAge, maxSourceUse);
-        if (LimboRelease.isEmpty(freed) && evacuation.count() == 0 && !evacuation.hasMovedOut() && !wanted) {
+        if (LimboRelease.isEmpty(freed) && evacuation.count() == 0 && !evacuation.hasMovedOut() && !wanted
+                && pendingSlots.isEmpty()) {
             return 0;
         }
         MemoryReleaseEvent release = new MemoryReleaseEvent();
@@ -847,6 +851,7 @@ public final class CompactFitHeap {
         evacuation.releaseMovedOut(); // the last round's moved-out slots: their epoch closed just now
         long moved = evacuation.execute();
         long reclaimed = limboRelease.release(freed);
+        pendingSlots.release(closedThrough); // given-up pages' slots of the epoch just closed
         emptied.giveBack(); // the pages this round emptied, in one batch
         large.giveBackRuns(false);
         if (reportRelease) {
@@ -1169,6 +1174,10 @@ public final class CompactFitHeap {
         }
         long[] owned = new long[7];
         ownership.addCounters(owned);
+        long[] waiting = new long[2];
+        pendingSlots.addCounters(waiting);
+        pendingObjects += waiting[0];
+        pendingBytes += waiting[1];
         objects += owned[0] - owned[2];
         bytes += owned[1] - owned[3];
         pendingObjects += owned[4];

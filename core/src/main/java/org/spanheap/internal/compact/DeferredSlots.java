@@ -1,33 +1,36 @@
 package org.spanheap.internal.compact;
 
 /**
- * The frees of one owned page waiting for their epoch to close: killed handle
- * indices (their slots follow from their addresses) in two chains linked
- * through the {@link HandleTable}, each tagged with an epoch number. A slot
- * and its index become reusable once the epoch tagged on their chain has
- * closed: a reader that resolved the object before its free holds a segment
- * of that epoch or an earlier one, and every access through it throws once
- * the epoch is closed.
+ * The slots of one page freed by its owner and waiting for their epoch to close, in two
+ * chains linked through the page's {@link Page#owner} array, each tagged with an epoch
+ * number. Their handle indices were reused at once (a killed entry's generation moved on, and
+ * a resolve loads the state again after the address, so a stale handle never reaches a newer
+ * object); the slot becomes reusable once the epoch tagged on its chain has closed: a reader
+ * that resolved the object before its free holds a segment of that epoch or an earlier one,
+ * and every access through it throws once the epoch is closed.
  *
- * <p>Invariants: the tag of a chain is at least the epoch current at each of
- * its frees (a free reads the epoch number after its kill; a chain taken from
- * the thread-free list is tagged after the take, so after every push in it);
- * the older chain's tag is below the newer's. A free tagged with a later
- * epoch than the newer chain moves the newer chain into the older one (the
- * older takes the larger tag, which only delays reuse), so two chains suffice.
+ * <p>Invariants: the tag of a chain is at least the epoch current at each of its frees (a
+ * free reads the epoch number after its kill; slots of a chain taken from the thread-free
+ * list are tagged after the take, so after every push in it); the older chain's tag is below
+ * the newer's. A free tagged with a later epoch than the newer chain moves the newer chain
+ * into the older one (the older takes the larger tag, which only delays reuse), so two chains
+ * suffice.
  *
- * <p>Touched by the page's owner only (plain fields): a page changes owner
- * under its class's lock, which orders the old owner's writes before the new
- * owner's reads.
+ * <p>Touched by the page's owner only (plain fields) while the page is owned, and under its
+ * class's lock once it is given up ({@link PendingSlots}): a page changes owner under that
+ * lock, which orders the old owner's writes before the next reader's.
  */
 final class DeferredSlots {
 
-    private int head = HandleTable.NO_INDEX, tail;
+    private int head = Page.DEFERRED_END, tail;
     private int count;
     private long bytes, epoch;
-    private int olderHead = HandleTable.NO_INDEX, olderTail;
+    private int olderHead = Page.DEFERRED_END, olderTail;
     private int olderCount;
     private long olderBytes, olderEpoch;
+    /** What the last {@link #takeReusable} returned: its slots and their bytes. */
+    private int takenCount;
+    private long takenBytes;
 
     int count() {
         return count + olderCount;
@@ -37,26 +40,17 @@ final class DeferredSlots {
         return bytes + olderBytes;
     }
 
-    /** {@return the 16-byte units of the deferred frees, as the limbo counts them (each at least one)} */
-    long units() {
-        return (bytes + olderBytes + 15L * count()) >>> 4;
-    }
-
-    /** {@return the last index of the chain {@link #takeAll} returns} (meaningful when {@link #count()} > 0) */
-    int tail() {
-        return count > 0 ? tail : olderTail;
-    }
-
-    /** Adds a chain of {@code n} killed indices from {@code h} to {@code t} holding {@code b} bytes, freed in epoch {@code e} or before. */
-    void add(HandleTable table, int h, int t, int n, long b, long e) {
+    /** Adds a chain of {@code n} slots of {@code page} from {@code h} to {@code t} holding {@code b} bytes, freed in epoch {@code e} or before. */
+    void add(Page page, int h, int t, int n, long b, long e) {
         if (count == 0) {
+            page.linkDeferred(t, Page.DEFERRED_END);
             head = h;
             tail = t;
             count = n;
             bytes = b;
             epoch = e;
         } else if (e == epoch) {
-            table.setLink(t, head);
+            page.linkDeferred(t, head);
             head = h;
             count += n;
             bytes += b;
@@ -65,12 +59,13 @@ final class DeferredSlots {
                 olderHead = head;
                 olderTail = tail;
             } else {
-                table.setLink(olderTail, head);
+                page.linkDeferred(olderTail, head);
                 olderTail = tail;
             }
             olderCount += count;
             olderBytes += bytes;
             olderEpoch = epoch;
+            page.linkDeferred(t, Page.DEFERRED_END);
             head = h;
             tail = t;
             count = n;
@@ -80,50 +75,33 @@ final class DeferredSlots {
     }
 
     /**
-     * Takes the entries whose epoch has closed (tag at most {@code closedThrough}) as one
-     * chain; {@return its head, or NO_INDEX}.
+     * Frees in {@code page} the slots whose epoch has closed (tag at most {@code closedThrough});
+     * {@return how many} ({@link #takenBytes()}: their bytes).
      */
-    int takeReusable(HandleTable table, long closedThrough) {
-        int out = HandleTable.NO_INDEX;
+    int releaseReusable(Page page, long closedThrough) {
+        takenCount = 0;
+        takenBytes = 0;
         if (olderCount > 0 && olderEpoch <= closedThrough) {
-            out = olderHead;
-            if (count > 0 && epoch <= closedThrough) {
-                table.setLink(olderTail, head);
-                clearNewer();
-            }
-            clearOlder();
-        } else if (olderCount == 0 && count > 0 && epoch <= closedThrough) {
-            out = head;
-            clearNewer();
+            page.releaseDeferred(olderHead, olderCount);
+            takenCount = olderCount;
+            takenBytes = olderBytes;
+            olderHead = Page.DEFERRED_END;
+            olderCount = 0;
+            olderBytes = 0;
         }
-        return out;
-    }
-
-    /** Takes every entry as one chain, reusable or not (the page is given up); {@return its head, or NO_INDEX}. */
-    int takeAll(HandleTable table) {
-        int out;
-        if (olderCount > 0) {
-            out = olderHead;
-            if (count > 0) {
-                table.setLink(olderTail, head);
-            }
-        } else {
-            out = count > 0 ? head : HandleTable.NO_INDEX;
+        if (olderCount == 0 && count > 0 && epoch <= closedThrough) {
+            page.releaseDeferred(head, count);
+            takenCount += count;
+            takenBytes += bytes;
+            head = Page.DEFERRED_END;
+            count = 0;
+            bytes = 0;
         }
-        clearOlder();
-        clearNewer();
-        return out;
+        return takenCount;
     }
 
-    private void clearNewer() {
-        head = HandleTable.NO_INDEX;
-        count = 0;
-        bytes = 0;
-    }
-
-    private void clearOlder() {
-        olderHead = HandleTable.NO_INDEX;
-        olderCount = 0;
-        olderBytes = 0;
+    /** {@return the bytes of the slots the last {@link #releaseReusable} freed} */
+    long takenBytes() {
+        return takenBytes;
     }
 }

@@ -200,6 +200,11 @@ public final class HandleTable {
         return (state >>> STATE_GEN_SHIFT) >= MAX_GENERATION;
     }
 
+    /** Whether the kill of an entry in {@code before} (its state before the kill) ran out its generation: see {@link #exhausted}. */
+    static boolean killExhausts(long before) {
+        return (before >>> STATE_GEN_SHIFT) + 1 >= MAX_GENERATION;
+    }
+
     static boolean isLive(long state) {
         return (state & LIVE) != 0;
     }

@@ -10,7 +10,10 @@ package org.spanheap.internal.compact;
  * <p>{@code owner[slot]} is the handle index whose block sits in that slot,
  * or, for a free slot, a negative number that links the free slots: {@code
  * -2 - next} ({@code -1}: the last), or {@link Evacuation#MOVED_OUT} (0) for a
- * slot whose block moved away and whose release waits for an epoch change. Compact-fit stores the abstract address
+ * slot whose block moved away and whose release waits for an epoch change, or,
+ * for a slot freed by its page's owner and waiting for its epoch to close
+ * ({@link DeferredSlots}), a link of that chain: {@code DEFERRED_END + 1 + next}
+ * ({@link #DEFERRED_END}: the last), below every free link. Compact-fit stores the abstract address
  * in the object so that a block chosen for moving finds its A2C entry in O(1);
  * we keep it beside the page instead, so objects carry no header. The free
  * list threaded through it (instead of a second array, 4 bytes per block less)
@@ -58,6 +61,14 @@ final class Page {
     /** The owner's frees waiting for their epoch to close (touched by the owner only); null until first owned. */
     DeferredSlots deferred;
 
+    /** The end of a chain of deferred slots in {@link #owner}; a link to slot {@code s} is {@code DEFERRED_END + 1 + s}. */
+    static final int DEFERRED_END = Integer.MIN_VALUE;
+    /**
+     * Set while the page, given up with deferred slots, is in the heap's {@link PendingSlots}
+     * (written under the class's lock).
+     */
+    boolean pendingListed;
+
     Page(long base, SizeClassPages sizeClass) {
         this.base = base;
         this.sizeClass = sizeClass;
@@ -98,6 +109,30 @@ final class Page {
         owner[slot] = index;
         used++;
         return slot;
+    }
+
+    /** Links slot {@code slot}, whose block was freed, to the deferred chain that continues at {@code next} (or {@link #DEFERRED_END}). */
+    void linkDeferred(int slot, int next) {
+        owner[slot] = next == DEFERRED_END ? DEFERRED_END : DEFERRED_END + 1 + next;
+    }
+
+    /** {@return the slot after {@code slot} in its deferred chain, or {@link #DEFERRED_END}} */
+    int nextDeferred(int slot) {
+        int v = owner[slot];
+        return v == DEFERRED_END ? DEFERRED_END : v - DEFERRED_END - 1;
+    }
+
+    /** Frees the {@code n} slots of the deferred chain from {@code head}: their epoch has closed. */
+    void releaseDeferred(int head, int n) {
+        int f = freeHead;
+        for (int s = head; s != DEFERRED_END;) {
+            int next = nextDeferred(s);
+            owner[s] = -2 - f;
+            f = s;
+            s = next;
+        }
+        freeHead = f;
+        used -= n;
     }
 
     void release(int slot) {

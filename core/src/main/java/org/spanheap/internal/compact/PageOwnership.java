@@ -10,7 +10,7 @@ import java.util.ArrayList;
  * free-list sharding: each platform thread owns a page per class that it
  * allocates from without a lock, and up to {@link ThreadPages#WAITING} full ones
  * whose frees wait for their epoch ({@link ThreadPages}); a free by the
- * owner is a plain push on the page's {@link DeferredSlots}; a free by another
+ * owner is a plain push of its slot on the page's {@link DeferredSlots}; a free by another
  * thread is a CAS push on the page's thread-free list ({@link RemoteFrees}),
  * which the owner takes whole when its page has no free slot. Virtual threads
  * allocate through the class's lanes (one page per virtual thread would cost
@@ -31,8 +31,14 @@ import java.util.ArrayList;
  *     published, so no owner takes slots from a page whose slots a move
  *     releases or reserves.</li>
  * <li>A thread-free list is open exactly while the page is owned; giving the
- *     page up closes it and pushes what it held, with the deferred frees, on
- *     the limbo, where the next round reclaims them as any other free.</li>
+ *     page up closes it and pushes what it held on the limbo, where the next
+ *     round reclaims them as any other free. Its deferred slots stay in the
+ *     page (their indices are reused already) and the page is listed in
+ *     {@link PendingSlots}, whose round frees them under the class's lock.</li>
+ * <li>An index the owner frees (or collects from the thread-free list) is
+ *     reused at once, its slot only after its epoch closed: the kill moved the
+ *     index's generation on, and a resolve loads the state again after the
+ *     address, so a stale handle never reaches the next object on its index.</li>
  * <li>A page's owner, read without the lock by a freeing thread, names that
  *     thread only if it is the owner: only the owner writes its own record
  *     away (giving up), and a thread's own writes are never hidden by older
@@ -51,6 +57,7 @@ final class PageOwnership {
     private final HandleTable table;
     private final PageReserve source;
     private final Limbo limbo;
+    private final PendingSlots pendingSlots;
     private final SizeClassPages[] lanes;
     private final int[] firstLane;
     private final boolean[] owned;
@@ -71,12 +78,13 @@ final class PageOwnership {
     private final ArrayList<ThreadPages> records = new ArrayList<>();
     private long endedAllocated, endedAllocatedBytes, endedReleased, endedReleasedBytes;
 
-    PageOwnership(CompactFitHeap heap, HandleTable table, PageReserve source, Limbo limbo, SizeClassPages[] lanes,
-            int[] firstLane, boolean[] owned) {
+    PageOwnership(CompactFitHeap heap, HandleTable table, PageReserve source, Limbo limbo, PendingSlots pendingSlots,
+            SizeClassPages[] lanes, int[] firstLane, boolean[] owned) {
         this.heap = heap;
         this.table = table;
         this.source = source;
         this.limbo = limbo;
+        this.pendingSlots = pendingSlots;
         this.lanes = lanes;
         this.firstLane = firstLane;
         this.owned = owned;
@@ -185,42 +193,58 @@ final class PageOwnership {
         return adopt(t, cls);
     }
 
-    /** The owner's free of {@code index} (killed, {@code size} bytes) in its own page {@code p}: deferred by epoch. */
-    void deferFree(Page p, int index, long size) {
-        table.setLink(index, HandleTable.NO_INDEX);
-        p.deferred.add(table, index, index, 1, size, heap.epochNumber()); // read after the kill: see DeferredSlots
+    /**
+     * The owner's free of {@code index} (killed from {@code before}) in its own page {@code p}:
+     * the index goes back to the magazine at once (a stale handle never matches its next
+     * generation), the slot waits for its epoch in the page's {@link DeferredSlots}.
+     */
+    void deferFree(ThreadPages t, Page p, int index, long before) {
+        int slot = p.slotOf(table.address(index)); // an owned page's entries never move
+        reuseIndex(t, p.sizeClass.sizeClass, index, HandleTable.killExhausts(before));
+        p.deferred.add(p, slot, slot, 1, HandleTable.size(before), heap.epochNumber()); // read after the kill: see DeferredSlots
+    }
+
+    private void reuseIndex(ThreadPages t, int cls, int index, boolean exhausted) {
+        if (exhausted) {
+            table.retire(); // its generation ran out: never reused
+        } else {
+            t.putIndex(table, cls, index);
+        }
     }
 
     /**
-     * The owner collects: takes its thread-free list (tagged with the epoch current after the
-     * take), then reuses every deferred slot and index whose epoch has closed.
+     * The owner collects: takes its thread-free list (its slots tagged with the epoch current
+     * after the take, its indices reused at once), then frees every deferred slot whose epoch
+     * has closed.
      */
     private void collect(ThreadPages t, int cls, Page p) {
         DeferredSlots d = p.deferred;
         int remote = p.remoteFree.takeAll();
         if (remote != HandleTable.NO_INDEX) {
-            int n = 0, tail = remote;
+            long epoch = heap.epochNumber(); // after the take: after every push in the chain
+            int n = 0, head = Page.DEFERRED_END, tail = Page.DEFERRED_END;
             long bytes = 0;
-            for (int i = remote; i != HandleTable.NO_INDEX; i = table.link(i)) {
+            for (int i = remote; i != HandleTable.NO_INDEX;) {
+                int next = table.link(i);
+                long state = table.stateAcquire(i); // killed: the size stays
+                int slot = p.slotOf(table.address(i));
+                if (n == 0) {
+                    tail = slot;
+                } else {
+                    p.linkDeferred(slot, head);
+                }
+                head = slot;
                 n++;
-                bytes += HandleTable.size(table.stateAcquire(i));
-                tail = i;
+                bytes += HandleTable.size(state);
+                reuseIndex(t, cls, i, HandleTable.exhausted(state));
+                i = next;
             }
-            d.add(table, remote, tail, n, bytes, heap.epochNumber());
+            d.add(p, head, tail, n, bytes, epoch);
         }
-        int chain = d.takeReusable(table, heap.closedThrough());
-        for (int i = chain; i != HandleTable.NO_INDEX;) {
-            int next = table.link(i);
-            long state = table.stateAcquire(i);
-            p.release(p.slotOf(table.address(i))); // an owned page's entries never move
-            t.released++;
-            t.releasedBytes += HandleTable.size(state);
-            if (HandleTable.exhausted(state)) {
-                table.retire(); // its generation ran out: never reused
-            } else {
-                t.putIndex(table, cls, i);
-            }
-            i = next;
+        int n = d.releaseReusable(p, heap.closedThrough());
+        if (n > 0) {
+            t.released += n;
+            t.releasedBytes += d.takenBytes();
         }
         if (t.indexCount[cls] > ThreadPages.MAGAZINE_CAP) {
             t.trimMagazine(table, cls, ThreadPages.MAGAZINE_CAP / 2);
@@ -278,7 +302,7 @@ final class PageOwnership {
         t.indexCount[cls] += n;
     }
 
-    /** Gives up both of {@code t}'s pages of class {@code cls} (see {@link #giveUp(Page)}); {@return the limbo's pending units} */
+    /** Gives up all of {@code t}'s pages of class {@code cls} (see {@link #giveUp(Page)}); {@return the limbo's pending units} */
     long giveUp(ThreadPages t, int cls) {
         Page p = t.pages[cls];
         t.pages[cls] = null;
@@ -295,8 +319,10 @@ final class PageOwnership {
     /**
      * Gives an owned page back to its lane (called by its owner, or by the thread adopting a
      * terminated owner's pages; the caller has taken it out of the owner's record): closes its
-     * thread-free list and pushes what it held and the deferred frees on the limbo; an empty
-     * page goes back to the page source. {@return the limbo's pending units after the pushes, 0 if none}
+     * thread-free list and pushes what it held on the limbo, and lists the page in
+     * {@link PendingSlots} if slots freed in it still wait for their epoch; an empty page goes
+     * back to the page source. {@return the limbo's pending units after the push, at least 1
+     * if slots wait, 0 if nothing does}
      */
     private long giveUp(Page p) {
         SizeClassPages c = p.sizeClass;
@@ -308,14 +334,14 @@ final class PageOwnership {
                 p.ownerPages = null; // its pages and entries are gone with the heap
                 return 0;
             }
-            DeferredSlots d = p.deferred;
-            long units = d.units();
-            int tail = d.tail();
-            pending = Math.max(pushOnLimbo(p.remoteFree.close()), d.count() == 0 ? 0
-                    : limbo.pushChain(d.takeAll(table), tail, units)); // counted as the owner went: no walk
+            pending = pushOnLimbo(p.remoteFree.close());
             p.ownerPages = null;
             if (p.pagePos >= 0) { // else the heap closed and gave every page back
-                c.liveBlocks += p.used;
+                c.liveBlocks += p.used; // its deferred slots too, until a round frees them
+                if (p.deferred.count() > 0) {
+                    pendingSlots.add(p); // their indices are reused: a round frees the slots (PendingSlots)
+                    pending = Math.max(pending, 1);
+                }
                 if (p.used == 0) {
                     c.removePage(p);
                     empty = true;

@@ -14,8 +14,9 @@ import org.spanheap.CompactingHeap;
  * A page's ownership passing to another thread: a short-lived thread allocates
  * two small objects in the page it owns, writes one and frees the other (a
  * free deferred in its page), and ends; meanwhile another thread compacts
- * (which gives up the pages of ended threads: the deferred free goes to the
- * limbo, the page to its lane, where compaction may move its objects) and
+ * (which gives up the pages of ended threads: the page goes to its lane, where
+ * compaction may move its objects, its deferred slot waits for the next round
+ * in the heap's pending slots) and
  * allocates an object of the same class (which may adopt that page). The
  * survivor keeps its contents and the new object its own: a slot handed out
  * twice, or a deferred slot reused before the give-up, would overwrite one of them.
