@@ -15,10 +15,13 @@ final class ThreadPages {
     /** Per class: the owned page allocations come from, or null. */
     final Page[] pages;
     /**
-     * Full pages a thread keeps per class while their deferred frees wait for their epoch: an
-     * epoch change during the fill of the next ones makes them reusable (see {@link PageOwnership#pageWithRoom}).
+     * Full pages a thread keeps per class while their deferred slots wait for their epoch: an
+     * epoch change during the fill of the next page makes them reusable (see {@link
+     * PageOwnership#pageWithRoom}). One: with the owners asking for epoch changes and slots
+     * freed without the handle table, four made the replace no faster and raised the cache
+     * churn's peak committed/live at 2 threads (docs/decisions.md).
      */
-    static final int WAITING = 4;
+    static final int WAITING = 1;
     /** Per class: the owned pages filled before the current one, oldest first, whose deferred frees wait for their epoch; and their count. */
     final Page[][] waiting;
     final int[] waitingCount;
