@@ -28,8 +28,7 @@ final class DeferredSlots {
     private int olderHead = Page.DEFERRED_END, olderTail;
     private int olderCount;
     private long olderBytes, olderEpoch;
-    /** What the last {@link #takeReusable} returned: its slots and their bytes. */
-    private int takenCount;
+    /** The bytes of the slots the last {@link #releaseReusable} freed. */
     private long takenBytes;
 
     int count() {
@@ -79,11 +78,11 @@ final class DeferredSlots {
      * {@return how many} ({@link #takenBytes()}: their bytes).
      */
     int releaseReusable(Page page, long closedThrough) {
-        takenCount = 0;
+        int taken = 0;
         takenBytes = 0;
         if (olderCount > 0 && olderEpoch <= closedThrough) {
             page.releaseDeferred(olderHead, olderCount);
-            takenCount = olderCount;
+            taken = olderCount;
             takenBytes = olderBytes;
             olderHead = Page.DEFERRED_END;
             olderCount = 0;
@@ -91,13 +90,13 @@ final class DeferredSlots {
         }
         if (olderCount == 0 && count > 0 && epoch <= closedThrough) {
             page.releaseDeferred(head, count);
-            takenCount += count;
+            taken += count;
             takenBytes += bytes;
             head = Page.DEFERRED_END;
             count = 0;
             bytes = 0;
         }
-        return takenCount;
+        return taken;
     }
 
     /** {@return the bytes of the slots the last {@link #releaseReusable} freed} */

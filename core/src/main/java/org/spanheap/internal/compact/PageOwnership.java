@@ -8,8 +8,8 @@ import java.util.ArrayList;
  * Thread-owned pages for the small size classes (those whose page holds at
  * least {@link CompactFitHeap#OWNED_MIN_BLOCKS} blocks), as in mimalloc's
  * free-list sharding: each platform thread owns a page per class that it
- * allocates from without a lock, and up to {@link ThreadPages#WAITING} full ones
- * whose frees wait for their epoch ({@link ThreadPages}); a free by the
+ * allocates from without a lock, and the full one before it, whose frees wait
+ * for their epoch ({@link ThreadPages}); a free by the
  * owner is a plain push of its slot on the page's {@link DeferredSlots}; a free by another
  * thread is a CAS push on the page's thread-free list ({@link RemoteFrees}),
  * which the owner takes whole when its page has no free slot. Virtual threads
@@ -134,13 +134,12 @@ final class PageOwnership {
 
     /**
      * The owner's page of class {@code cls} with a free slot. Its current page, after
-     * collecting what became reusable if it had none; else the oldest of its waiting pages
-     * (those it filled before, at most {@link ThreadPages#WAITING}) where an epoch change made
-     * room, which becomes current while the full one waits in its place. Else the full page
-     * joins the waiting ones (if they are {@link ThreadPages#WAITING} already, the one with the
-     * fewest deferred frees, nearly all live, is given up) and another page is adopted; and
-     * if some page holds at least an eighth of a page of deferred frees, which only an epoch
-     * change makes reusable, the background thread is asked for one.
+     * collecting what became reusable if it had none; else its waiting page (the one it filled
+     * before) if an epoch change made room there, the two swapping roles; else the waiting page
+     * is given up, the full current page waits in its place, and another page is adopted. If
+     * one of the two holds at least an eighth of a page of deferred frees, which only an epoch
+     * change makes reusable, the background thread is asked for one: pages nearly full of live
+     * objects are not worth a handshake with every thread.
      */
     Page pageWithRoom(ThreadPages t, int cls) {
         Page p = t.pages[cls];
@@ -152,43 +151,26 @@ final class PageOwnership {
             if (p.hasFree()) {
                 return p;
             }
-            Page[] ws = t.waiting[cls];
-            int nw = t.waitingCount[cls];
-            for (int k = 0; k < nw; k++) { // oldest first: its frees are the likeliest to be reusable
-                Page w = ws[k];
+            Page w = t.waiting[cls];
+            int deferred = p.deferred.count();
+            if (w != null) {
                 collect(t, cls, w);
                 if (w.hasFree()) {
-                    System.arraycopy(ws, k + 1, ws, k, nw - k - 1);
-                    ws[nw - 1] = p;
                     t.pages[cls] = w;
+                    t.waiting[cls] = p;
                     return w;
                 }
+                deferred = Math.max(deferred, w.deferred.count());
             }
-            // None reusable now. Pages whose frees wait only for an epoch change are worth asking
-            // for one (a handshake with every thread); pages nearly full of live objects are not,
-            // and the one with the fewest frees goes back to its lane.
-            int worth = p.sizeClass.blocksPerPage >>> 3;
-            int fewest = -1, most = p.deferred.count();
-            for (int k = 0; k < nw; k++) {
-                int n = ws[k].deferred.count();
-                most = Math.max(most, n);
-                if (fewest < 0 || n < ws[fewest].deferred.count()) {
-                    fewest = k;
-                }
-            }
-            if (most >= worth) {
+            if (deferred >= p.sizeClass.blocksPerPage >>> 3) {
                 heap.requestEpochChange();
             }
-            if (nw == ws.length) {
-                Page w = ws[fewest];
-                System.arraycopy(ws, fewest + 1, ws, fewest, nw - fewest - 1);
-                nw--;
-                ws[nw] = null;
+            if (w != null) {
+                t.waiting[cls] = null;
                 heap.limboPushed(giveUp(w));
             }
             t.pages[cls] = null;
-            ws[nw] = p;
-            t.waitingCount[cls] = nw + 1;
+            t.waiting[cls] = p;
         }
         return adopt(t, cls);
     }
@@ -302,18 +284,12 @@ final class PageOwnership {
         t.indexCount[cls] += n;
     }
 
-    /** Gives up all of {@code t}'s pages of class {@code cls} (see {@link #giveUp(Page)}); {@return the limbo's pending units} */
+    /** Gives up both of {@code t}'s pages of class {@code cls} (see {@link #giveUp(Page)}); {@return the limbo's pending units} */
     long giveUp(ThreadPages t, int cls) {
-        Page p = t.pages[cls];
+        Page p = t.pages[cls], w = t.waiting[cls];
         t.pages[cls] = null;
-        long pending = p == null ? 0 : giveUp(p);
-        Page[] ws = t.waiting[cls];
-        for (int k = 0; k < t.waitingCount[cls]; k++) {
-            pending = Math.max(pending, giveUp(ws[k]));
-            ws[k] = null;
-        }
-        t.waitingCount[cls] = 0;
-        return pending;
+        t.waiting[cls] = null;
+        return Math.max(p == null ? 0 : giveUp(p), w == null ? 0 : giveUp(w));
     }
 
     /**
@@ -443,9 +419,7 @@ final class PageOwnership {
             out[3] += t.releasedBytes;
             for (int cls = 0; cls < t.pages.length; cls++) {
                 addPage(out, t.pages[cls]);
-                for (int k = 0; k < t.waitingCount[cls]; k++) {
-                    addPage(out, t.waiting[cls][k]);
-                }
+                addPage(out, t.waiting[cls]);
             }
         }
     }

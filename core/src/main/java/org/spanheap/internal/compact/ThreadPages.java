@@ -15,16 +15,12 @@ final class ThreadPages {
     /** Per class: the owned page allocations come from, or null. */
     final Page[] pages;
     /**
-     * Full pages a thread keeps per class while their deferred slots wait for their epoch: an
-     * epoch change during the fill of the next page makes them reusable (see {@link
-     * PageOwnership#pageWithRoom}). One: with the owners asking for epoch changes and slots
-     * freed without the handle table, four made the replace no faster and raised the cache
-     * churn's peak committed/live at 2 threads (docs/decisions.md).
+     * Per class: the owned page filled before the current one, whose deferred slots wait for
+     * their epoch, or null. One such page, not more: with the owners asking for epoch changes
+     * and slots freed without the handle table, four made the replace no faster and raised the
+     * cache churn's peak committed/live at 2 threads (docs/decisions.md).
      */
-    static final int WAITING = 1;
-    /** Per class: the owned pages filled before the current one, oldest first, whose deferred frees wait for their epoch; and their count. */
-    final Page[][] waiting;
-    final int[] waitingCount;
+    final Page[] waiting;
     /** Per class: the magazine's top index, and its count. */
     final int[] indexHead;
     final int[] indexCount;
@@ -34,8 +30,7 @@ final class ThreadPages {
     ThreadPages(Thread thread, int classes) {
         this.thread = thread;
         this.pages = new Page[classes];
-        this.waiting = new Page[classes][WAITING];
-        this.waitingCount = new int[classes];
+        this.waiting = new Page[classes];
         this.indexHead = new int[classes];
         this.indexCount = new int[classes];
     }
