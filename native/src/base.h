@@ -76,6 +76,9 @@ enum { SH_BAND_LARGE = 0, SH_BAND_SMALL = 1 };  /* = bit SH_BAND_SHIFT      */
 #define SH_RETIRED_RING 16u                     /* spans a LAB retired, per
                                                    class, looked at before the
                                                    arena (span.c, second tier) */
+#define SH_SWEEP_INTERVAL_NS 10000000u          /* a growing heap pushes idle
+                                                   LABs' chains at most this
+                                                   often (span.c)             */
 #define SH_RETIRED_MIN_PCT 25u                  /* ...if at least this share
                                                    of their blocks is free    */
 

@@ -211,6 +211,8 @@ SH_NOINLINE void sh_lab_free_switch(sh_heap *h, sh_lab *lab, sh_span *s, unsigne
         sh_span_free_chain(h, lab, s, cls, b, b, 1);
         return;
     }
+    if (sh_span_chain_owned(h, lab, s, cls, b, b, 1))
+        return;
     pending_chain_push(h, lab, cls);
     lab->pend[cls] = (sh_pending){.span = s, .first = b, .last = b, .k = 1};
 }
@@ -223,6 +225,7 @@ void sh_lab_flush(sh_heap *h, sh_lab *lab, int cls)
     }
     for (unsigned c = 0; c < SH_NUM_CLASSES; c++)
         pending_chain_push(h, lab, c);
+    sh_lab_push_retired(h, lab);
 }
 
 /* Slow path of sh_lab_alloc: the hot span has no local block. Push our
@@ -260,23 +263,35 @@ SH_NOINLINE void *sh_lab_alloc_slow(sh_heap *h, sh_lab *lab, unsigned cls, bool 
     return sh_lab_alloc(h, lab, cls, mark);
 }
 
-/* fork: lab_lock, then every LAB's lock by index (the core never holds two
- * LAB locks at once, nor takes lab_lock while holding one). */
+/* fork: lab_lock, then every LAB's chains lock by index, then every LAB's
+ * mutex by index. The core never holds two LAB mutexes at once, nor takes
+ * lab_lock while holding a lock of a LAB; a chains lock is held across
+ * taking a mutex (span.c: a chain's push may link its span into a reusable
+ * set), so the chains locks come first. */
 void sh_labs_fork(sh_heap *h, int phase)
 {
     if (phase == SH_FORK_PREPARE)
         pthread_mutex_lock(&h->lab_lock);
-    for (unsigned i = 1; i <= h->nlabs; i++) {
-        /* relaxed: lab_lock is held, which orders the publication */
-        sh_lab *lab = atomic_load_explicit(&h->labs[i], memory_order_relaxed);
-        if (!lab)
-            continue;
-        if (phase == SH_FORK_PREPARE)
-            pthread_mutex_lock(&lab->lock);
-        else if (phase == SH_FORK_PARENT)
-            pthread_mutex_unlock(&lab->lock);
-        else
-            pthread_mutex_init(&lab->lock, NULL);
+    for (int pass = 0; pass < 2; pass++) {
+        for (unsigned i = 1; i <= h->nlabs; i++) {
+            /* relaxed: lab_lock is held, which orders the publication */
+            sh_lab *lab = atomic_load_explicit(&h->labs[i], memory_order_relaxed);
+            if (!lab)
+                continue;
+            bool chains = pass == (phase == SH_FORK_PREPARE ? 0 : 1);
+            if (phase == SH_FORK_PREPARE) {
+                if (chains)
+                    sh_lab_lock_chains(lab);
+                else
+                    pthread_mutex_lock(&lab->lock);
+            } else if (chains) {
+                sh_lab_unlock_chains(lab); /* in the child: its only thread held it */
+            } else if (phase == SH_FORK_PARENT) {
+                pthread_mutex_unlock(&lab->lock);
+            } else {
+                pthread_mutex_init(&lab->lock, NULL);
+            }
+        }
     }
     if (phase == SH_FORK_PARENT)
         pthread_mutex_unlock(&h->lab_lock);

@@ -522,6 +522,9 @@ SH_API size_t sh_trim(sh_heap *h)
         sh_lab_flush(h, mine, -1);
         sh_lab_drop_spares(h, mine);
     }
+    /* other threads' chains of their own frees: each pins a span that may
+     * be free otherwise (span.c, sh_heap_sweep_chains) */
+    sh_heap_sweep_chains(h, mine, true);
     size_t after_flush = resident_now(h);
     size_t released = before > after_flush ? before - after_flush : 0;
     return released + sh_pool_trim(h) + sh_large_trim(h);

@@ -61,6 +61,22 @@ typedef struct sh_pending {
     uint32_t unused;
 } sh_pending;
 
+/* A span the LAB retired (HOT -> FLOATING), one entry of its retired ring
+ * (span.c, "The second tier" and "Frees into the LAB's retired spans"):
+ * the span, and the LAB's own frees into it that are not yet in its
+ * anchor, free-marked and linked through word 0. While the span's
+ * owner_slot names this entry, the LAB's thread frees into it here without
+ * touching the span's anchor line, and pushes the chain (one CAS) when k
+ * reaches lim, when the entry is reused or found stale, when the LAB takes
+ * the span back HOT (then the chain joins the local list), and in
+ * sh_lab_flush. Owner thread only. */
+typedef struct sh_retired {
+    sh_span *span;                /* NULL: empty                            */
+    void *first, *last;           /* the chain, k blocks of span            */
+    uint32_t k;
+    uint32_t lim;                 /* push the chain when k reaches it       */
+} sh_retired;
+
 typedef struct sh_lab {
     sh_span *hot[SH_NUM_CLASSES]; /* &sh_no_span: none                   */
     /* the hot spans' local free lists (free-marked blocks of hot[cls],
@@ -88,9 +104,15 @@ typedef struct sh_lab {
                                      owner thread only (span_pool.c)        */
     /* the last spans this LAB retired per class (HOT -> FLOATING), owner
      * thread only; entries are hints, checked by a CAS on the anchor when
-     * taken (span.c, span_take_retired) */
-    sh_span *retired[SH_NUM_CLASSES][SH_RETIRED_RING];
+     * taken (span.c, span_take_retired), and hold the owner's frees into
+     * their span (sh_retired) */
+    sh_retired retired[SH_NUM_CLASSES][SH_RETIRED_RING];
     uint8_t retired_next[SH_NUM_CLASSES];
+    /* guards the chains of retired[] (span.c, chains_lock): taken by the
+     * owner, and by a thread that sweeps an idle owner's chains */
+    _Alignas(64) _Atomic int chain_lock;
+    _Atomic uint32_t chains;      /* entries of retired[] with a chain: a
+                                     hint for sweepers, written under it  */
     unsigned idx;                 /* 1..SH_MAX_LABS                         */
     unsigned core;                /* span pool stripe                       */
     struct sh_lab *free_next;     /* heap's idle-LAB list                   */
@@ -160,6 +182,7 @@ struct sh_heap {
     _Atomic uint64_t madvise_calls;
     _Atomic int64_t large_bytes, large_count;
     _Atomic int64_t large_cached;  /* bytes of freed mappings kept (large.c) */
+    _Atomic uint64_t sweep_ns;    /* last sweep of the LABs' chains (span.c) */
 
     struct sh_heap *reg_next;     /* registry of live heaps                 */
 };

@@ -57,6 +57,8 @@
  */
 #include "span.h"
 
+#include <time.h>
+
 #include "arena.h"
 #include "errors.h"
 #include "heap_types.h"
@@ -150,6 +152,10 @@ void sh_span_init(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls)
     /* relaxed: the span is exclusively ours; other threads only learn of it
      * through blocks we hand out, which the user publishes */
     atomic_store_explicit(&s->bump, 0, AO_RELAXED);
+    /* relaxed, as bump: a LAB whose ring still names s (it retired s before
+     * s was emptied) learns that the entry is stale from this NULL before
+     * it frees a block we hand out */
+    atomic_store_explicit(&s->owner_slot, NULL, AO_RELAXED);
     atomic_store_explicit(&s->anchor, sh_anchor_pack(SH_ST_HOT, lab->idx, 0, 0), AO_RELAXED);
     atomic_store_explicit(&s->size_class, (uint16_t)cls, AO_RELAXED);
     /* relaxed: published with the class by the magic's release below */
@@ -170,6 +176,24 @@ void sh_span_init(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls)
  * span counts against the limit from sh_span_acquire to sh_span_release. */
 
 static sh_span *span_take_retired(sh_heap *h, sh_lab *lab, unsigned cls);
+
+/* Before the arena carves a span (the heap grows), the chains that other
+ * threads' LABs hold go to their spans, at most once per
+ * SH_SWEEP_INTERVAL_NS: a chain pins its span, and a thread that has gone
+ * idle never pushes its own (sh_heap_sweep_chains). Only when growing, so a
+ * steady state pays nothing; rate-limited, so a growing heap pays one sweep
+ * per interval, not one per span. */
+static void sweep_chains_now_and_then(sh_heap *h, sh_lab *lab)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    /* relaxed: a rate limit; the CAS elects one sweeper per interval */
+    uint64_t last = atomic_load_explicit(&h->sweep_ns, AO_RELAXED);
+    if (now - last >= SH_SWEEP_INTERVAL_NS &&
+        atomic_compare_exchange_strong_explicit(&h->sweep_ns, &last, now, AO_RELAXED, AO_RELAXED))
+        sh_heap_sweep_chains(h, lab, false);
+}
 
 /* Takes a span for class cls (counted against the byte limit) and makes it
  * the HOT span of lab: the LAB's spare span of that real size, else one
@@ -202,6 +226,7 @@ sh_span *sh_span_acquire(sh_heap *h, sh_lab *lab, unsigned cls)
             sh_limit_release(h, lab, c->real_span_size); /* it was counted when first taken */
             return r;
         }
+        sweep_chains_now_and_then(h, lab);
         s = sh_arena_carve(&h->arena, c->real_idx < SH_SMALL_REAL ? SH_BAND_SMALL : SH_BAND_LARGE);
         if (!s) {
             sh_limit_release(h, lab, c->real_span_size);
@@ -404,6 +429,222 @@ bool sh_span_extend(sh_heap *h, sh_span *s, void **local)
     return true;
 }
 
+/* ---- frees into the LAB's retired spans ---------------------------------
+ *
+ * A thread's frees into its own spans other than the hot one (a span it
+ * filled and retired, whose blocks its program frees later: larson, a
+ * cache's values) would each pay a CAS on the span's anchor, and more than
+ * the CAS, the miss on the anchor's line, which a random free finds cold.
+ * Scalloc frees into any span of the thread's own without an atomic; here
+ * the LAB's retired ring (the last SH_RETIRED_RING spans it retired per
+ * class, heap_types.h) keeps a private chain per span: the free links the
+ * block into the entry that the span's owner_slot names, on line 0, which
+ * the free has read anyway to validate the block.
+ *
+ * Such a chain holds blocks back only from a span that is below the reuse
+ * threshold, which nobody allocates from anyway: the chain is pushed, with
+ * one CAS that also performs the state change, once it could make the span
+ * reusable (k reaches lim: the threshold less the free blocks the anchor
+ * had at the last look), or empty (a REUSABLE span, at block_count). Frees
+ * by other threads go to the anchor as before and may move the span on by
+ * themselves (REUSABLE, or HOT in another LAB after an adoption); the chain
+ * is then pushed late, never lost: when the entry is reused, found stale by
+ * the second tier, taken back, or flushed (sh_stats, sh_trim, thread exit).
+ * A span cannot become empty, and so cannot be set up anew for another
+ * class, while a chain holds some of its blocks; when one holds none, a new
+ * setup clears owner_slot (sh_span_init), so a free never links a block
+ * into an entry of another span.
+ *
+ * Invariant: s->owner_slot == e, e in LAB L's ring, implies e->span == s
+ * and e's chain holds only free-marked blocks of s counted in no anchor.
+ * Only L's holder writes e and stores e into owner_slot; sh_span_init
+ * stores NULL; L clears it with a CAS from e, so a span set up anew and
+ * retired by another LAB keeps that LAB's entry. */
+
+/* The chains lock (lab->chain_lock): the owner holds it for every access
+ * to its ring's chains, a sweeper (sh_heap_sweep_chains) for pushing them.
+ * Uncontended but for a sweep; lock order: chain_lock before any LAB's
+ * mutex (a push may link the span into a reusable set). */
+static void chains_lock(sh_lab *lab)
+{
+    /* acquire: the previous holder's chain writes happen before ours */
+    while (atomic_exchange_explicit(&lab->chain_lock, 1, memory_order_acquire))
+        while (atomic_load_explicit(&lab->chain_lock, AO_RELAXED))
+            ;
+}
+
+static bool chains_trylock(sh_lab *lab)
+{
+    return !atomic_exchange_explicit(&lab->chain_lock, 1, memory_order_acquire);
+}
+
+static void chains_unlock(sh_lab *lab)
+{
+    atomic_store_explicit(&lab->chain_lock, 0, memory_order_release);
+}
+
+void sh_lab_lock_chains(sh_lab *lab)
+{
+    chains_lock(lab);
+}
+
+void sh_lab_unlock_chains(sh_lab *lab)
+{
+    chains_unlock(lab);
+}
+
+/* The k at which a chain of class cls, whose span's anchor had n free
+ * blocks at the last look, is pushed: when it could make the span reusable. */
+static uint32_t retired_limit(const sh_heap *h, unsigned cls, uint32_t n)
+{
+    uint32_t thr = h->reuse_thr[cls];
+    return thr > n ? thr - n : 1;
+}
+
+/* Pushes e's chain, if any, to its span's anchor; actor is the pushing
+ * thread's LAB (statistics, and the spare slot if the span empties). Chains
+ * lock of e's LAB held. */
+static void retired_push_chain(sh_heap *h, sh_lab *owner, sh_lab *actor, sh_retired *e,
+                               unsigned cls)
+{
+    if (e->k) {
+        uint32_t k = e->k;
+        e->k = 0;
+        /* relaxed: a hint for sweepers, written under the chains lock */
+        atomic_store_explicit(&owner->chains,
+                              atomic_load_explicit(&owner->chains, AO_RELAXED) - 1, AO_RELAXED);
+        sh_span_free_chain(h, actor, e->span, cls, e->first, e->last, k);
+    }
+}
+
+/* Ends entry e: its span's frees go to the anchor again. Chains lock held. */
+static void retired_evict(sh_heap *h, sh_lab *lab, sh_retired *e, unsigned cls)
+{
+    if (!e->span)
+        return;
+    sh_retired *want = e;
+    /* relaxed: see the invariant above; the chain's blocks are published by
+     * the push's release */
+    (void)atomic_compare_exchange_strong_explicit(&e->span->owner_slot, &want, NULL, AO_RELAXED,
+                                                  AO_RELAXED);
+    retired_push_chain(h, lab, lab, e, cls);
+    e->span = NULL;
+}
+
+/* e's chain reached its limit: push it, and look at the span again.
+ * Chains lock held. */
+static SH_NOINLINE void retired_push(sh_heap *h, sh_lab *lab, sh_retired *e, unsigned cls)
+{
+    sh_span *s = e->span;
+    retired_push_chain(h, lab, lab, e, cls);
+    /* relaxed: a hint for the next limit; pushes and takes re-validate */
+    uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
+    unsigned st = sh_anchor_state(a);
+    if (st == SH_ST_FLOATING && sh_anchor_lab(a) == lab->idx) {
+        e->lim = retired_limit(h, cls, sh_anchor_count(a));
+    } else if (st == SH_ST_REUSABLE) {
+        uint32_t n = sh_anchor_count(a), all = sh_classes[cls].block_count;
+        e->lim = all > n ? all - n : 1; /* next: the push that empties it */
+    } else {
+        retired_evict(h, lab, e, cls); /* HOT elsewhere, emptied, or another LAB's */
+    }
+}
+
+/* The entry of lab's ring for class cls that s's owner_slot names, or NULL. */
+static sh_retired *retired_entry(sh_lab *lab, const sh_span *s, unsigned cls)
+{
+    /* relaxed: only lab's own stores can make it name lab's ring (see above) */
+    sh_retired *e = atomic_load_explicit(&((sh_span *)s)->owner_slot, AO_RELAXED);
+    return (uintptr_t)e - (uintptr_t)lab->retired[cls] < sizeof lab->retired[cls] ? e : NULL;
+}
+
+bool sh_span_chain_owned(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls, void *first,
+                         void *last, uint32_t k)
+{
+    sh_retired *e = retired_entry(lab, s, cls);
+    if (!e)
+        return false;
+    chains_lock(lab);
+    *(void **)last = e->first;
+    e->first = first;
+    if (e->k == 0) {
+        e->last = last;
+        /* relaxed: as in retired_push_chain */
+        atomic_store_explicit(&lab->chains, atomic_load_explicit(&lab->chains, AO_RELAXED) + 1,
+                              AO_RELAXED);
+    }
+    e->k += k;
+    if (SH_UNLIKELY(e->k >= e->lim))
+        retired_push(h, lab, e, cls);
+    chains_unlock(lab);
+    return true;
+}
+
+/* lab just took s HOT (class cls, local list in lab->local[cls]): if its
+ * ring holds s, the chain joins the local list and the entry ends. Chains
+ * lock held. */
+static void retired_take(sh_lab *lab, sh_span *s, unsigned cls)
+{
+    sh_retired *e = retired_entry(lab, s, cls);
+    if (!e)
+        return;
+    /* relaxed: s is our HOT span; no other LAB stores into its owner_slot */
+    atomic_store_explicit(&s->owner_slot, NULL, AO_RELAXED);
+    if (e->k) {
+        *(void **)e->last = lab->local[cls];
+        lab->local[cls] = e->first;
+        e->k = 0;
+        /* relaxed: as in retired_push_chain */
+        atomic_store_explicit(&lab->chains, atomic_load_explicit(&lab->chains, AO_RELAXED) - 1,
+                              AO_RELAXED);
+    }
+    e->span = NULL;
+}
+
+void sh_lab_push_retired(sh_heap *h, sh_lab *lab)
+{
+    chains_lock(lab);
+    for (unsigned cls = 0; cls < SH_NUM_CLASSES; cls++)
+        for (unsigned i = 0; i < SH_RETIRED_RING; i++)
+            if (lab->retired[cls][i].k)
+                retired_push(h, lab, &lab->retired[cls][i], cls);
+    chains_unlock(lab);
+}
+
+/* Pushes the chains of every LAB but me (the caller's, may be NULL) that
+ * holds any: all of them if wait, else those whose lock is free. A chain
+ * pins its span (a span cannot empty while one of its blocks waits in a
+ * chain), and an idle thread never pushes its own: a thread that set a
+ * heap up and then sleeps kept every span it had freed into from returning
+ * to the pool. The pushed entries stay; the owner's next free into each
+ * pushes at once (lim 1) and looks at the span again. */
+void sh_heap_sweep_chains(sh_heap *h, sh_lab *me, bool wait)
+{
+    pthread_mutex_lock(&h->lab_lock);
+    unsigned n = h->nlabs;
+    pthread_mutex_unlock(&h->lab_lock);
+    for (unsigned i = 1; i <= n; i++) {
+        sh_lab *lab = lab_at(h, i);
+        /* relaxed: a hint; the chains are read under the lock */
+        if (!lab || lab == me || !atomic_load_explicit(&lab->chains, AO_RELAXED))
+            continue;
+        if (wait)
+            chains_lock(lab);
+        else if (!chains_trylock(lab))
+            continue;
+        for (unsigned cls = 0; cls < SH_NUM_CLASSES; cls++) {
+            for (unsigned j = 0; j < SH_RETIRED_RING; j++) {
+                sh_retired *e = &lab->retired[cls][j];
+                if (e->k) {
+                    retired_push_chain(h, lab, me, e, cls);
+                    e->lim = 1;
+                }
+            }
+        }
+        chains_unlock(lab);
+    }
+}
+
 /* Owner, HOT span with nothing local: HOT -> FLOATING if the shared list is
  * still empty. Returns false if frees arrived (caller collects them). */
 bool sh_span_retire(sh_heap *h, sh_lab *lab, sh_span *s)
@@ -416,7 +657,15 @@ bool sh_span_retire(sh_heap *h, sh_lab *lab, sh_span *s)
         stat_move(h, lab, SH_CNT_HOT, SH_CNT_FLOATING);
         /* relaxed: we set the class when we took the span */
         unsigned cls = atomic_load_explicit(&s->size_class, AO_RELAXED);
-        lab->retired[cls][lab->retired_next[cls]++ % SH_RETIRED_RING] = s;
+        sh_retired *e = &lab->retired[cls][lab->retired_next[cls]++ % SH_RETIRED_RING];
+        chains_lock(lab);
+        retired_evict(h, lab, e, cls);
+        *e = (sh_retired){.span = s, .lim = retired_limit(h, cls, 0)};
+        /* relaxed: only this LAB acts on the value (frees by other LABs
+         * compare it with their own rings); the span is FLOATING with our
+         * index, so nobody but us can take it or set it up anew meanwhile */
+        atomic_store_explicit(&s->owner_slot, e, AO_RELAXED);
+        chains_unlock(lab);
         return true;
     }
     return false;
@@ -441,7 +690,7 @@ bool sh_span_retire(sh_heap *h, sh_lab *lab, sh_span *s)
  * index. The ring's owner is that taker, so the anchor word the CAS
  * compares cannot come back between our read and the CAS, and the class we
  * read with it is the span's. NULL when no entry qualifies. */
-static sh_span *span_take_retired(sh_heap *h, sh_lab *lab, unsigned cls)
+static sh_span *span_take_retired_locked(sh_heap *h, sh_lab *lab, unsigned cls)
 {
     const sh_class_desc *c = &sh_classes[cls];
     uint32_t min = (uint32_t)(((uint64_t)c->block_count * SH_RETIRED_MIN_PCT + 99) / 100);
@@ -450,34 +699,49 @@ static sh_span *span_take_retired(sh_heap *h, sh_lab *lab, unsigned cls)
     for (;;) {
         unsigned best = SH_RETIRED_RING;
         uint64_t best_a = 0;
+        uint32_t best_n = 0;
         for (unsigned i = 0; i < SH_RETIRED_RING; i++) {
-            sh_span *s = lab->retired[cls][i];
+            sh_retired *e = &lab->retired[cls][i];
+            sh_span *s = e->span;
             if (!s)
                 continue;
             /* relaxed: a hint, validated by the CAS below */
             uint64_t a = atomic_load_explicit(&s->anchor, AO_RELAXED);
             if (sh_anchor_state(a) != SH_ST_FLOATING || sh_anchor_lab(a) != lab->idx ||
                 atomic_load_explicit(&s->size_class, AO_RELAXED) != cls) {
-                lab->retired[cls][i] = NULL; /* moved on: not ours to take any more */
+                retired_evict(h, lab, e, cls); /* moved on: not ours to take any more */
                 continue;
             }
-            if (sh_anchor_count(a) >= min && sh_anchor_count(a) > sh_anchor_count(best_a))
-                best = i, best_a = a;
+            /* free blocks: the anchor's and our chain's (held for s only
+             * while s's owner_slot names e, see "Frees into the LAB's
+             * retired spans") */
+            uint32_t n = sh_anchor_count(a) + e->k;
+            if (n >= min && n > best_n)
+                best = i, best_a = a, best_n = n;
         }
         if (best == SH_RETIRED_RING)
             return NULL;
-        sh_span *s = lab->retired[cls][best];
+        sh_span *s = lab->retired[cls][best].span;
         /* acquire: see the pushed links, as a take from a reusable set does */
         if (atomic_compare_exchange_strong_explicit(&s->anchor, &best_a,
                                                     sh_anchor_pack(SH_ST_HOT, lab->idx, 0, 0),
                                                     memory_order_acquire, AO_RELAXED)) {
-            lab->retired[cls][best] = NULL;
             lab->local[cls] = sh_block_at(s, sh_anchor_head(best_a));
+            retired_take(lab, s, cls);
+            lab->retired[cls][best].span = NULL;
             stat_move(h, lab, SH_CNT_FLOATING, SH_CNT_HOT);
             return s;
         }
         /* a free changed it meanwhile: look again */
     }
+}
+
+static sh_span *span_take_retired(sh_heap *h, sh_lab *lab, unsigned cls)
+{
+    chains_lock(lab);
+    sh_span *s = span_take_retired_locked(h, lab, cls);
+    chains_unlock(lab);
+    return s;
 }
 
 /* FLOATING -> REUSABLE in the orphanage: a span an exiting thread leaves
@@ -584,6 +848,9 @@ sh_span *sh_span_take_reusable(sh_heap *h, sh_lab *lab, sh_lab *from, unsigned c
                 reusable_set_remove(from, cls, s);
                 pthread_mutex_unlock(&from->lock);
                 lab->local[cls] = sh_block_at(s, sh_anchor_head(a));
+                chains_lock(lab);
+                retired_take(lab, s, cls);
+                chains_unlock(lab);
                 stat_move(h, lab, SH_CNT_REUSABLE, SH_CNT_HOT);
                 return s;
             }

@@ -84,7 +84,14 @@ typedef struct sh_span {
     _Atomic uint32_t blk_count;
     uint32_t unused0;
     _Atomic uint64_t blk_recip;   /* offset 40, see sh_block_index          */
-    char pad0[64 - 48];
+    /* the entry of the retired ring (heap_types.h, sh_retired) whose LAB
+     * keeps its own frees into this span in a private chain, or NULL;
+     * written by that LAB on span events (retire, take, evict) and cleared
+     * when the span is set up for a class; read by every free of a span
+     * that is not the freeing LAB's hot one, which compares it with its own
+     * ring (span.c, "Frees into the LAB's retired spans") */
+    _Atomic(struct sh_retired *) owner_slot; /* offset 48               */
+    char pad0[64 - 56];
     /* line 1: shared, written by every remote free */
     _Atomic uint64_t anchor;
     char pad1[56];
@@ -98,6 +105,7 @@ _Static_assert(sizeof(sh_span) <= SH_HEADER_SIZE, "span header too big");
 _Static_assert(offsetof(sh_span, size_class) == 4, "stable header layout");
 _Static_assert(offsetof(sh_span, anchor) == 64, "anchor on its own line");
 _Static_assert(offsetof(sh_span, blk_recip) == 40, "geometry on line 0");
+_Static_assert(offsetof(sh_span, owner_slot) < 64, "owner slot on line 0: read with the geometry");
 
 /* The span holding arena address p (arena.c, "Geometry"): bit
  * SH_BAND_SHIFT set means the small band, then the band's mask. A branch

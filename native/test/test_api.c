@@ -819,6 +819,250 @@ static void test_retired_half_free_spans_serve_the_next_refill(void)
     sh_heap_destroy(h);
 }
 
+/* The owner's frees into a span it retired wait in its LAB's chain for that
+ * span (span.c, "Frees into the LAB's retired spans") and meet the remote
+ * frees of the same span: the span goes back to the pool once the owner's
+ * chain is pushed (here by its sh_stats), a second free of a waiting block
+ * is still a double free, and a thread that frees nothing of its own sees
+ * the span held until then. */
+static void *free_odd_blocks(void *arg)
+{
+    void **v = arg; /* NULL-terminated */
+    for (size_t i = 0; v[i]; i++)
+        if (i % 2)
+            CHECK_EQ(sh_free_checked(rh, v[i]), SH_OK);
+    return NULL;
+}
+
+static void test_own_frees_into_retired_spans_meet_remote_frees(void)
+{
+    rh = heap_with(0, 0);
+    sh_layout L;
+    sh_heap_layout(rh, &L);
+    int cls = sh_class_of(64);
+    sh_class_info ci;
+    sh_class_get(cls, &ci);
+    uint32_t bc = ci.block_count;
+    REQUIRE(bc >= 8);
+    size_t n = (size_t)bc * 3;
+    void **v = calloc(n + 2, sizeof *v);
+    REQUIRE(v);
+    for (size_t i = 0; i < n; i++)
+        REQUIRE((v[i] = sh_alloc(rh, 64)));
+    /* the blocks of the first span (retired full), with a NULL after them */
+    void **first = calloc((size_t)bc + 2, sizeof *first);
+    REQUIRE(first);
+    size_t nf = 0;
+    uintptr_t span0 = vspan_of(&L, v[0]);
+    for (size_t i = 0; i < n; i++)
+        if (vspan_of(&L, v[i]) == span0)
+            first[nf++] = v[i], v[i] = NULL;
+    CHECK_EQ(nf, bc);
+    /* the owner frees the even ones: half a span, below the threshold */
+    for (size_t i = 0; i < nf; i += 2) {
+        CHECK_EQ(sh_free_checked(rh, first[i]), SH_OK);
+    }
+    CHECK_EQ(sh_free_checked(rh, first[0]), -SH_E_DOUBLE_FREE);
+    /* another thread frees the odd ones: every block of the span is free */
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, free_odd_blocks, first) == 0);
+    pthread_join(t, NULL);
+    sh_heap_stats st;
+    sh_stats(rh, &st); /* pushes this thread's chains */
+    CHECK_EQ(st.class_live_blocks[cls], (uint64_t)2 * bc);
+    CHECK_EQ(st.class_spans[cls], 2);
+    CHECK_EQ(st.spans_floating, 1);
+    for (size_t i = 0; i < n; i++)
+        if (v[i])
+            CHECK_EQ(sh_free_checked(rh, v[i]), SH_OK);
+    sh_stats(rh, &st);
+    CHECK_EQ(st.live_bytes, 0);
+    CHECK_EQ(st.class_spans[cls], 1);
+    CHECK_EQ(st.spans_floating + st.spans_reusable, 0);
+    free(first);
+    free(v);
+    sh_heap_destroy(rh);
+}
+
+/* More spans retired than the ring holds: an entry taken for a new span
+ * lets go of its old span first, so the owner's frees into the old span go
+ * to that span, never into the chain of the span that took the entry. The
+ * blocks are then allocated again and must not overlap. */
+/* A thread that frees into its retired spans and then sleeps holds its
+ * chains (span.c, sh_heap_sweep_chains): here the other half of a span is
+ * freed by another thread, so only the sleeper's chain keeps the span. A
+ * growing heap (a span carved from the arena, at most once per 10 ms) and
+ * sh_trim push such chains, and the span goes back to the pool. */
+static sem_t idle_freed, idle_go_exit;
+
+static void *free_even_then_sleep(void *arg)
+{
+    void **v = arg; /* NULL-terminated */
+    for (size_t i = 0; v[i]; i += 2) {
+        CHECK_EQ(sh_free_checked(rh, v[i]), SH_OK);
+        if (!v[i + 1])
+            break;
+    }
+    sem_post(&idle_freed);
+    sem_wait(&idle_go_exit);
+    return NULL;
+}
+
+static void *alloc_blocks(void *arg)
+{
+    void **v = arg; /* v[0]: count, then the blocks */
+    size_t n = (size_t)(uintptr_t)v[0];
+    for (size_t i = 1; i <= n; i++)
+        REQUIRE((v[i] = sh_alloc(rh, 64)));
+    return NULL;
+}
+
+/* Allocates 3 spans of 64 B blocks in a thread of its own, gives the
+ * blocks of the first span (NULL-terminated, in out) to a sleeper that
+ * frees the even ones, frees the odd ones here; the span is then pinned. */
+static pthread_t pin_one_span(sh_heap *h, void ***first_out, void ***rest_out, size_t *nrest)
+{
+    sh_layout L;
+    sh_heap_layout(h, &L);
+    sh_class_info ci;
+    sh_class_get(sh_class_of(64), &ci);
+    size_t n = (size_t)ci.block_count * 3;
+    void **v = calloc(n + 1, sizeof *v);
+    REQUIRE(v);
+    v[0] = (void *)(uintptr_t)n;
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, alloc_blocks, v) == 0);
+    pthread_join(t, NULL); /* its LAB is parked with the spans it retired */
+    void **first = calloc(n + 1, sizeof *first), **rest = calloc(n + 1, sizeof *rest);
+    REQUIRE(first && rest);
+    size_t nf = 0, nr = 0;
+    uintptr_t span0 = vspan_of(&L, v[1]);
+    for (size_t i = 1; i <= n; i++) {
+        if (vspan_of(&L, v[i]) == span0)
+            first[nf++] = v[i];
+        else
+            rest[nr++] = v[i];
+    }
+    free(v);
+    /* the sleeper takes the parked LAB, and with it the ring that names
+     * span 0: its frees of the even blocks wait in its chain */
+    REQUIRE(pthread_create(&t, NULL, free_even_then_sleep, first) == 0);
+    sem_wait(&idle_freed);
+    for (size_t i = 1; i < nf; i += 2)
+        CHECK_EQ(sh_free_checked(h, first[i]), SH_OK);
+    *first_out = first;
+    *rest_out = rest;
+    *nrest = nr;
+    return t;
+}
+
+static void test_idle_threads_chains_are_swept(void)
+{
+    int cls = sh_class_of(64);
+    sh_class_info ci;
+    sh_class_get(cls, &ci);
+    sem_init(&idle_freed, 0, 0);
+    sem_init(&idle_go_exit, 0, 0);
+    for (int how = 0; how < 2; how++) {
+        rh = heap_with(0, 0);
+        void **first, **rest;
+        size_t nr;
+        pthread_t t = pin_one_span(rh, &first, &rest, &nr);
+        sh_heap_stats st;
+        sh_stats(rh, &st);
+        CHECK_EQ(st.class_live_blocks[cls], (uint64_t)nr);
+        CHECK_EQ(st.class_spans[cls], 3); /* span 0 is pinned */
+        if (how == 0) {
+            sh_trim(rh);
+        } else {
+            /* a span carved from the arena more than 10 ms after the last
+             * sweep: a class of another real size, so that the pool (which
+             * holds nothing yet) cannot serve it */
+            usleep(20000);
+            void *big = sh_alloc(rh, 4000);
+            REQUIRE(big);
+            CHECK_EQ(sh_free_checked(rh, big), SH_OK);
+        }
+        sh_stats(rh, &st);
+        CHECK_EQ(st.class_spans[cls], 2);
+        sem_post(&idle_go_exit);
+        pthread_join(t, NULL);
+        for (size_t i = 0; i < nr; i++)
+            CHECK_EQ(sh_free_checked(rh, rest[i]), SH_OK);
+        sh_stats(rh, &st);
+        CHECK_EQ(st.live_bytes, 0);
+        free(first);
+        free(rest);
+        sh_heap_destroy(rh);
+    }
+}
+
+static int ptr_cmp(const void *x, const void *y)
+{
+    uintptr_t a = (uintptr_t)*(void *const *)x, b = (uintptr_t)*(void *const *)y;
+    return a < b ? -1 : a > b;
+}
+
+static void test_retired_ring_reuse_keeps_frees_in_their_span(void)
+{
+    sh_heap *h = heap_with(0, 0);
+    int cls = sh_class_of(64);
+    sh_class_info ci;
+    sh_class_get(cls, &ci);
+    uint32_t bc = ci.block_count;
+    enum { SPANS = 20 }; /* more than the ring's 16 retired spans */
+    size_t n = (size_t)bc * SPANS;
+    void **v = calloc(n, sizeof *v);
+    REQUIRE(v);
+    for (size_t i = 0; i < n; i++) {
+        REQUIRE((v[i] = sh_alloc(h, 64)));
+        memset(v[i], (int)(i % 251), 64);
+    }
+    sh_heap_stats st;
+    sh_stats(h, &st);
+    CHECK_EQ(st.class_spans[cls], SPANS);
+    /* half of the blocks of every span: owner frees, below the threshold */
+    for (size_t i = 0; i < n; i += 2) {
+        CHECK_EQ(sh_free_checked(h, v[i]), SH_OK);
+        v[i] = NULL;
+    }
+    sh_stats(h, &st); /* pushes the chains */
+    CHECK_EQ(st.class_live_blocks[cls], n / 2);
+    CHECK_EQ(st.class_spans[cls], SPANS);
+    /* allocate the freed half again: every block new to the caller and in
+     * the class's geometry, and the live blocks keep their bytes */
+    size_t m = n / 2;
+    void **all = calloc(n, sizeof *all);
+    REQUIRE(all);
+    size_t na = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i])
+            all[na++] = v[i];
+    for (size_t i = 0; i < m; i++) {
+        void *p = sh_alloc(h, 64);
+        REQUIRE(p);
+        CHECK_EQ(sh_usable_size(h, p), ci.block_size);
+        memset(p, 0xee, 64);
+        all[na++] = p;
+    }
+    qsort(all, na, sizeof *all, ptr_cmp);
+    for (size_t i = 1; i < na; i++)
+        CHECK((char *)all[i - 1] + ci.block_size <= (char *)all[i]);
+    for (size_t i = 0; i < n; i++)
+        if (v[i])
+            for (int j = 0; j < 64; j++)
+                CHECK_EQ(((unsigned char *)v[i])[j], (unsigned char)(i % 251));
+    for (size_t i = 0; i < na; i++)
+        CHECK_EQ(sh_free_checked(h, all[i]), SH_OK);
+    sh_stats(h, &st);
+    CHECK_EQ(st.live_bytes, 0);
+    CHECK_EQ(st.class_spans[cls], 1);
+    CHECK_EQ(st.spans_floating + st.spans_reusable, 0);
+    free(v);
+    free(all);
+    sh_heap_destroy(h);
+}
+
 /* sh_trim gives back pooled spans kept resident and kept large mappings,
  * reports what it gave back, and finds nothing on a second call */
 /* 64 blocks of 200 KB, written and freed: about 7 spans of 2 MiB, all kept
@@ -1045,6 +1289,9 @@ int main(void)
     test_remote_and_orphans();
     test_exited_threads_leave_spans_to_the_next();
     test_retired_half_free_spans_serve_the_next_refill();
+    test_own_frees_into_retired_spans_meet_remote_frees();
+    test_retired_ring_reuse_keeps_frees_in_their_span();
+    test_idle_threads_chains_are_swept();
     test_trim();
     test_span_taken_for_smaller_size();
     test_zero();

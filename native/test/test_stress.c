@@ -12,7 +12,8 @@
  * byte limit (allocations may fail with SH_E_LIMIT) and reuses only empty
  * spans (threshold 100%). At the end every block
  * is freed, live bytes are zero and every span is back in the span pool.
- * Then a larson-like run of short-lived threads (test_thread_turnover).
+ * Then a larson-like run of short-lived threads (test_thread_turnover), and
+ * sweeps of the LABs' chains racing their owners (test_sweeps_race_owners).
  *
  * usage: test_stress [scale] [tsan]   (scale multiplies the operation count)
  */
@@ -404,6 +405,74 @@ static void test_destroy_before_thread_exit(void)
     pthread_join(t, NULL);
 }
 
+/* ---- sweeps racing the owners' chains ------------------------------------
+ *
+ * Owners free blocks of the spans they retired into their LABs' chains
+ * (span.c, "Frees into the LAB's retired spans") while another thread
+ * sweeps those chains with sh_trim (sh_heap_sweep_chains), and while the
+ * owners take the same spans back: every block keeps its contents until
+ * freed, none is handed out twice, and everything is back at the end. */
+enum { SWEEP_OWNERS = 3, SWEEP_BLOCKS = 3000 };
+static atomic_int sweep_owners_left;
+
+static void *sweep_owner(void *arg)
+{
+    sh_heap *h = ((void **)arg)[0];
+    long rounds = (long)(intptr_t)((void **)arg)[1];
+    uint64_t rng = (uint64_t)(uintptr_t)&rng * 0x9E3779B97F4A7C15ull;
+    static _Thread_local unsigned char *p[SWEEP_BLOCKS];
+    static _Thread_local size_t n[SWEEP_BLOCKS];
+    for (long r = 0; r < rounds; r++) {
+        for (int i = 0; i < SWEEP_BLOCKS; i++) {
+            n[i] = 16 + (size_t)(rnd(&rng) % 1009);
+            p[i] = sh_alloc(h, n[i]);
+            REQUIRE(p[i]);
+            turn_fill(p[i], n[i]);
+        }
+        /* free in random order: most frees hit retired spans */
+        for (int i = SWEEP_BLOCKS - 1; i > 0; i--) {
+            int j = (int)(rnd(&rng) % (uint64_t)(i + 1));
+            unsigned char *tp = p[i];
+            size_t tn = n[i];
+            p[i] = p[j], n[i] = n[j];
+            p[j] = tp, n[j] = tn;
+        }
+        for (int i = 0; i < SWEEP_BLOCKS; i++) {
+            turn_verify(p[i], n[i]);
+            CHECK_EQ(sh_free_checked(h, p[i]), SH_OK);
+        }
+    }
+    atomic_fetch_sub(&sweep_owners_left, 1);
+    return NULL;
+}
+
+static void test_sweeps_race_owners(long rounds)
+{
+    sh_heap *h = sh_heap_create(NULL);
+    REQUIRE(h);
+    atomic_store(&sweep_owners_left, SWEEP_OWNERS);
+    void *arg[2] = {h, (void *)(intptr_t)rounds};
+    pthread_t t[SWEEP_OWNERS];
+    for (int i = 0; i < SWEEP_OWNERS; i++)
+        REQUIRE(pthread_create(&t[i], NULL, sweep_owner, arg) == 0);
+    long sweeps = 0;
+    while (atomic_load(&sweep_owners_left) > 0) {
+        sh_trim(h);
+        sweeps++;
+    }
+    for (int i = 0; i < SWEEP_OWNERS; i++)
+        pthread_join(t[i], NULL);
+    CHECK_EQ(atomic_load(&bad_content), 0);
+    sh_heap_stats st;
+    sh_stats(h, &st);
+    CHECK_EQ(st.live_bytes, 0);
+    CHECK_EQ(st.spans_hot + st.spans_floating + st.spans_reusable, 0);
+    CHECK_EQ(st.spans_free, st.spans_carved);
+    printf("test_stress: sweeps racing owners: %d owners, %ld rounds, %ld sweeps\n", SWEEP_OWNERS, rounds,
+           sweeps);
+    sh_heap_destroy(h);
+}
+
 int main(int argc, char **argv)
 {
     long scale = argc > 1 ? atol(argv[1]) : 1;
@@ -470,6 +539,7 @@ int main(int argc, char **argv)
     }
     test_destroy_before_thread_exit();
     test_thread_turnover((tsan ? 20 : 200) * scale);
+    test_sweeps_race_owners((tsan ? 4 : 40) * scale);
     if (t_failures) {
         fprintf(stderr, "test_stress: %d check(s) failed\n", t_failures);
         return 1;
