@@ -43,6 +43,7 @@ allocators="sh glibc mimalloc jemalloc tcmalloc"
 work=${TMPDIR:-/tmp}/spanheap-mimalloc-bench
 out=$root/docs/benchmarks/mimalloc-bench
 install=1
+sh_base=
 command_line="native/bench/mimalloc-bench.sh$(printf ' %q' "$@")"
 
 usage() {
@@ -58,6 +59,9 @@ options:
   --work DIR          clone and build directory (default: \$TMPDIR/spanheap-mimalloc-bench)
   --out DIR           results directory (default docs/benchmarks/mimalloc-bench)
   --no-install        do not apt-get install missing peers
+  --sh-base FILE      another build of libspanheap-malloc.so (say, of the commit before
+                      a change), run as the allocator sh-base beside sh: a change
+                      measured side by side in one run (add sh-base to --allocators)
 EOF
 }
 
@@ -72,6 +76,7 @@ while [[ $# -gt 0 ]]; do
         --work) work=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --no-install) install=0; shift ;;
+        --sh-base) sh_base=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "mimalloc-bench.sh: unknown option: $1 (--help lists them)" >&2; exit 2 ;;
     esac
@@ -83,6 +88,7 @@ if [[ -d $repo ]]; then
 else
     repo_name=$repo
 fi
+[[ -n $sh_base ]] && command_line=${command_line//"$sh_base"/BASE-BUILD}
 [[ $threads =~ ^[1-9][0-9]*$ ]] || { echo "mimalloc-bench.sh: --threads must be a positive number" >&2; exit 2; }
 [[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "mimalloc-bench.sh: --repeat must be a positive number" >&2; exit 2; }
 command -v cmake >/dev/null || { echo "mimalloc-bench.sh: needs cmake (apt-get install cmake)" >&2; exit 1; }
@@ -92,6 +98,8 @@ libdir=/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 lib_of() {
     case $1 in
         sh) echo "$root/native/build/libspanheap-malloc.so" ;;
+        sh-base) [[ -f $sh_base ]] || { echo "mimalloc-bench.sh: sh-base needs --sh-base FILE" >&2; exit 2; }
+                 echo "$sh_base" ;;
         glibc) echo "" ;;
         mimalloc) ls "$libdir"/libmimalloc.so.2 2>/dev/null || true ;;
         jemalloc) ls "$libdir"/libjemalloc.so.2 2>/dev/null || true ;;
@@ -110,7 +118,7 @@ package_of() {
 # 1. peers
 missing=()
 for a in $allocators; do
-    case $a in sh|glibc) continue ;; esac
+    case $a in sh|sh-base|glibc) continue ;; esac
     [[ -n $(lib_of "$a") ]] || missing+=("$(package_of "$a")")
 done
 if (( ${#missing[@]} > 0 )) && (( install )); then
@@ -121,7 +129,7 @@ if (( ${#missing[@]} > 0 )) && (( install )); then
 fi
 run_allocators=()
 for a in $allocators; do
-    if [[ $a == sh || $a == glibc || -n $(lib_of "$a") ]]; then
+    if [[ $a == sh || $a == sh-base || $a == glibc || -n $(lib_of "$a") ]]; then
         run_allocators+=("$a")
     else
         echo "[mimalloc-bench] $a: not installed, left out"

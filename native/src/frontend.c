@@ -181,11 +181,13 @@ SH_NOINLINE sh_lab *sh_lab_get_slow(sh_heap *h)
 /* ---- deferred frees ----------------------------------------------------
  *
  * A free that is not a local free into the LAB's own hot span does not CAS
- * the span's anchor at once: the LAB keeps, per class, one chain of freed
- * blocks of one span (lab->pend) and pushes it whole (sh_span_free_chain,
- * one CAS) when a free of that class hits another span, when the LAB
- * allocates that class on its slow path, when sh_stats is called by the
- * LAB's thread, and when the thread exits. Consecutive frees into the same
+ * the span's anchor at once. A free into a span the LAB retired recently
+ * joins that span's chain in the LAB's retired ring (span.c, "Frees into
+ * the LAB's retired spans"). For other spans the LAB keeps, per class, one
+ * chain of freed blocks of one span (lab->pend) and pushes it whole
+ * (sh_span_free_chain, one CAS) when a free of that class hits another
+ * span, when the LAB allocates that class on its slow path, when sh_stats
+ * is called by the LAB's thread, and when the thread exits. Consecutive frees into the same
  * span -- a thread freeing its own blocks in allocation order, a consumer
  * freeing what one producer allocated -- then cost one CAS per chain, not
  * one per block. Blocks in a chain are free-marked (double frees are still
@@ -306,6 +308,7 @@ void sh_labs_destroy(sh_heap *h)
         /* relaxed: destroy does not race with any other call */
         sh_lab *lab = atomic_load_explicit(&h->labs[i], memory_order_relaxed);
         if (lab) {
+            sh_lab_free_retired(lab);
             pthread_mutex_destroy(&lab->lock);
             sh_meta_free(lab);
         }

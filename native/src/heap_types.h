@@ -102,11 +102,13 @@ typedef struct sh_lab {
     _Alignas(64) sh_span_counts counts;
     sh_span *spare[SH_SPARE_REAL]; /* one empty span per small real size,
                                      owner thread only (span_pool.c)        */
-    /* the last spans this LAB retired per class (HOT -> FLOATING), owner
-     * thread only; entries are hints, checked by a CAS on the anchor when
-     * taken (span.c, span_take_retired), and hold the owner's frees into
-     * their span (sh_retired) */
-    sh_retired retired[SH_NUM_CLASSES][SH_RETIRED_RING];
+    /* the last spans this LAB retired per class (HOT -> FLOATING), a row of
+     * SH_RETIRED_RING entries per class, allocated at the class's first
+     * retire (NULL: none yet; a thread that uses few classes keeps its LAB
+     * small), written under chain_lock; entries are hints, checked by a
+     * CAS on the anchor when taken (span.c, span_take_retired), and hold the
+     * owner's frees into their span (sh_retired) */
+    sh_retired *retired[SH_NUM_CLASSES];
     uint8_t retired_next[SH_NUM_CLASSES];
     /* guards the chains of retired[] (span.c, chains_lock): taken by the
      * owner, and by a thread that sweeps an idle owner's chains */

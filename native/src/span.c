@@ -6,8 +6,10 @@
  * lab->local[cls]; it also holds the chunk of never-used blocks that
  * sh_span_extend moved there), the never-used
  * bump region [bump, block_count), the shared free list in the anchor word
- * (see span_header.h for its layout), or a freeing thread's deferred chain
- * (frontend.c; not yet counted in the anchor). Every state change
+ * (see span_header.h for its layout), a freeing thread's deferred chain
+ * (frontend.c), or the chain its owner's retired ring keeps for it ("Frees
+ * into the LAB's retired spans" below); chains are not yet counted in the
+ * anchor. Every state change
  * and every shared-list push is one CAS on the anchor, so a free racing
  * with a state change is serialised (LRMalloc's anchor technique with
  * scalloc's states):
@@ -57,12 +59,14 @@
  */
 #include "span.h"
 
+#include <string.h>
 #include <time.h>
 
 #include "arena.h"
 #include "errors.h"
 #include "heap_types.h"
 #include "limit.h"
+#include "metadata.h"
 #include "size_class.h"
 #include "span_pool.h"
 
@@ -555,7 +559,7 @@ static sh_retired *retired_entry(sh_lab *lab, const sh_span *s, unsigned cls)
 {
     /* relaxed: only lab's own stores can make it name lab's ring (see above) */
     sh_retired *e = atomic_load_explicit(&((sh_span *)s)->owner_slot, AO_RELAXED);
-    return (uintptr_t)e - (uintptr_t)lab->retired[cls] < sizeof lab->retired[cls] ? e : NULL;
+    return e && (uintptr_t)e - (uintptr_t)lab->retired[cls] < SH_RETIRED_RING * sizeof *e ? e : NULL;
 }
 
 bool sh_span_chain_owned(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls, void *first,
@@ -605,7 +609,7 @@ void sh_lab_push_retired(sh_heap *h, sh_lab *lab)
 {
     chains_lock(lab);
     for (unsigned cls = 0; cls < SH_NUM_CLASSES; cls++)
-        for (unsigned i = 0; i < SH_RETIRED_RING; i++)
+        for (unsigned i = 0; lab->retired[cls] && i < SH_RETIRED_RING; i++)
             if (lab->retired[cls][i].k)
                 retired_push(h, lab, &lab->retired[cls][i], cls);
     chains_unlock(lab);
@@ -633,7 +637,7 @@ void sh_heap_sweep_chains(sh_heap *h, sh_lab *me, bool wait)
         else if (!chains_trylock(lab))
             continue;
         for (unsigned cls = 0; cls < SH_NUM_CLASSES; cls++) {
-            for (unsigned j = 0; j < SH_RETIRED_RING; j++) {
+            for (unsigned j = 0; lab->retired[cls] && j < SH_RETIRED_RING; j++) {
                 sh_retired *e = &lab->retired[cls][j];
                 if (e->k) {
                     retired_push_chain(h, lab, me, e, cls);
@@ -642,6 +646,26 @@ void sh_heap_sweep_chains(sh_heap *h, sh_lab *me, bool wait)
             }
         }
         chains_unlock(lab);
+    }
+}
+
+/* lab's ring row for class cls, at its first retire of the class. Chains
+ * lock held. False if there is no memory for it. */
+static SH_NOINLINE bool retired_row_new(sh_lab *lab, unsigned cls)
+{
+    sh_retired *row = sh_meta_alloc(SH_RETIRED_RING * sizeof *row, 64);
+    if (!row)
+        return false;
+    memset(row, 0, SH_RETIRED_RING * sizeof *row);
+    lab->retired[cls] = row;
+    return true;
+}
+
+void sh_lab_free_retired(sh_lab *lab)
+{
+    for (unsigned cls = 0; cls < SH_NUM_CLASSES; cls++) {
+        sh_meta_free(lab->retired[cls]);
+        lab->retired[cls] = NULL;
     }
 }
 
@@ -657,8 +681,12 @@ bool sh_span_retire(sh_heap *h, sh_lab *lab, sh_span *s)
         stat_move(h, lab, SH_CNT_HOT, SH_CNT_FLOATING);
         /* relaxed: we set the class when we took the span */
         unsigned cls = atomic_load_explicit(&s->size_class, AO_RELAXED);
-        sh_retired *e = &lab->retired[cls][lab->retired_next[cls]++ % SH_RETIRED_RING];
         chains_lock(lab);
+        if (SH_UNLIKELY(!lab->retired[cls]) && !retired_row_new(lab, cls)) {
+            chains_unlock(lab); /* no memory for a ring: the span just floats */
+            return true;
+        }
+        sh_retired *e = &lab->retired[cls][lab->retired_next[cls]++ % SH_RETIRED_RING];
         retired_evict(h, lab, e, cls);
         *e = (sh_retired){.span = s, .lim = retired_limit(h, cls, 0)};
         /* relaxed: only this LAB acts on the value (frees by other LABs
@@ -696,6 +724,8 @@ static sh_span *span_take_retired_locked(sh_heap *h, sh_lab *lab, unsigned cls)
     uint32_t min = (uint32_t)(((uint64_t)c->block_count * SH_RETIRED_MIN_PCT + 99) / 100);
     if (min == 0)
         min = 1;
+    if (!lab->retired[cls])
+        return NULL;
     for (;;) {
         unsigned best = SH_RETIRED_RING;
         uint64_t best_a = 0;

@@ -30,6 +30,8 @@ void sh_lab_push_retired(sh_heap *h, sh_lab *lab);
 /* Pushes the chains of every LAB but me (the caller's, may be NULL): all if
  * wait, else those whose chains lock is free at the moment. */
 void sh_heap_sweep_chains(sh_heap *h, sh_lab *me, bool wait);
+/* Frees lab's retired-ring rows (heap destroy). */
+void sh_lab_free_retired(sh_lab *lab);
 /* lab's chains lock (fork support, frontend.c's sh_labs_fork) */
 void sh_lab_lock_chains(sh_lab *lab);
 void sh_lab_unlock_chains(sh_lab *lab);
