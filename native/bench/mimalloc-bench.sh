@@ -208,7 +208,9 @@ echo "program,allocator,repetition,merit_s,elapsed_s,peak_rss_kib,exit" >"$runs"
     for a in "${run_allocators[@]}"; do
         l=$(lib_of "$a")
         if [[ -n $l ]]; then
-            echo "allocator $a: ${l#"$root"/} sha256 $(sha256sum "$l" | cut -c1-16)"
+            shown=${l#"$root"/}
+            [[ $a == sh-base ]] && shown=BASE-BUILD
+            echo "allocator $a: $shown sha256 $(sha256sum "$l" | cut -c1-16)"
         else
             echo "allocator $a: glibc malloc of the process, $(ldd --version | head -1)"
         fi
