@@ -59,6 +59,7 @@
  */
 #include "span.h"
 
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 
@@ -472,9 +473,14 @@ bool sh_span_extend(sh_heap *h, sh_span *s, void **local)
 static void chains_lock(sh_lab *lab)
 {
     /* acquire: the previous holder's chain writes happen before ours */
-    while (atomic_exchange_explicit(&lab->chain_lock, 1, memory_order_acquire))
-        while (atomic_load_explicit(&lab->chain_lock, AO_RELAXED))
-            ;
+    while (atomic_exchange_explicit(&lab->chain_lock, 1, memory_order_acquire)) {
+        /* held by a sweep (pushing a few chains) or by the owner while a
+         * sweep waits: yield now and then, so that a holder preempted on a
+         * busy machine gets the CPU back */
+        for (unsigned spins = 0; atomic_load_explicit(&lab->chain_lock, AO_RELAXED); spins++)
+            if (spins % 64 == 63)
+                sched_yield();
+    }
 }
 
 static bool chains_trylock(sh_lab *lab)

@@ -17,16 +17,16 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * The owner's local frees into spans it retired racing remote frees into the same spans
- * (native {@code frontend.c}, "deferred frees": a LAB keeps a chain of freed blocks for each
- * of up to eight spans per class and pushes each with one CAS through
- * {@code sh_span_free_chain}; {@code span.c}: the FLOATING/REUSABLE/EMPTYING transitions that
- * push makes).
+ * (native {@code span.c}, "Frees into the LAB's retired spans": the LAB's retired ring keeps a
+ * chain of the owner's frees per span and pushes it with one CAS through
+ * {@code sh_span_free_chain} when it could change the span's state, or when {@code sh_stats}
+ * flushes it; the FLOATING/REUSABLE/EMPTYING transitions that push makes).
  *
  * <p>The owner allocates {@value #N} blocks of a class with 15 blocks per span, so at least
  * one of its spans is retired (FLOATING, still its own) while it allocates. It stamps each
  * block; the even ones it hands to the other thread (release store) as it goes, the odd
- * ones it frees itself: into its hot span's local list or into its chains of the retired
- * spans, without an atomic. The other thread frees every even block (remote: its own
+ * ones it frees itself: into its hot span's local list or into its ring's chains of the
+ * retired spans, without touching their anchors. The other thread frees every even block (remote: its own
  * chains). Both then call {@code sh_stats}, which pushes the caller's chains, so the two
  * pushes into one span race: either may bring it to the reuse threshold or empty it. The
  * owner then allocates {@value #M} blocks again: each must be one it freed itself or one
@@ -39,7 +39,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * 1 span states do not add up, 2 blocks of the class still counted live.
  */
 @JCStressTest
-@Description("Owner's local frees into its retired spans (deferred chains) racing remote frees into them.")
+@Description("Owner's local frees into its retired spans (the retired ring's chains) racing remote frees into them.")
 @Outcome(id = "0, 0, 0", expect = Expect.ACCEPTABLE,
         desc = "Every block distinct; none the other thread freed came back to the owner.")
 @Outcome(id = "1, 0, 0", expect = Expect.ACCEPTABLE_INTERESTING,
