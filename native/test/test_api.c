@@ -819,6 +819,17 @@ static void test_retired_half_free_spans_serve_the_next_refill(void)
     sh_heap_destroy(h);
 }
 
+/* Every block freed by the calling thread: nothing live, and the class
+ * holds only its hot span (sh_stats pushes the caller's chains). */
+static void check_class_back_to_its_hot_span(sh_heap *h, int cls)
+{
+    sh_heap_stats st;
+    sh_stats(h, &st);
+    CHECK_EQ(st.live_bytes, 0);
+    CHECK_EQ(st.class_spans[cls], 1);
+    CHECK_EQ(st.spans_floating + st.spans_reusable, 0);
+}
+
 /* The owner's frees into a span it retired wait in its LAB's chain for that
  * span (span.c, "Frees into the LAB's retired spans") and meet the remote
  * frees of the same span: the span goes back to the pool once the owner's
@@ -875,10 +886,7 @@ static void test_own_frees_into_retired_spans_meet_remote_frees(void)
     for (size_t i = 0; i < n; i++)
         if (v[i])
             CHECK_EQ(sh_free_checked(rh, v[i]), SH_OK);
-    sh_stats(rh, &st);
-    CHECK_EQ(st.live_bytes, 0);
-    CHECK_EQ(st.class_spans[cls], 1);
-    CHECK_EQ(st.spans_floating + st.spans_reusable, 0);
+    check_class_back_to_its_hot_span(rh, cls);
     free(first);
     free(v);
     sh_heap_destroy(rh);
@@ -1054,10 +1062,7 @@ static void test_retired_ring_reuse_keeps_frees_in_their_span(void)
                 CHECK_EQ(((unsigned char *)v[i])[j], (unsigned char)(i % 251));
     for (size_t i = 0; i < na; i++)
         CHECK_EQ(sh_free_checked(h, all[i]), SH_OK);
-    sh_stats(h, &st);
-    CHECK_EQ(st.live_bytes, 0);
-    CHECK_EQ(st.class_spans[cls], 1);
-    CHECK_EQ(st.spans_floating + st.spans_reusable, 0);
+    check_class_back_to_its_hot_span(h, cls);
     free(v);
     free(all);
     sh_heap_destroy(h);
