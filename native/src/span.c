@@ -331,13 +331,6 @@ static bool span_make_reusable(sh_heap *h, sh_lab *me, sh_span *s, unsigned cls,
             reusable_set_push(target, cls, s);
             pthread_mutex_unlock(&target->lock);
             stat_move(h, me, SH_CNT_FLOATING, SH_CNT_REUSABLE);
-            if (target->idx != sh_anchor_lab(a)) {
-                /* adopted: the ring of the exited owner's LAB, which another
-                 * thread may hold by now, routes no more frees into s.
-                 * relaxed: a hint (span.c, "Frees into the LAB's retired
-                 * spans"); the exited owner cannot retire s again */
-                atomic_store_explicit(&s->owner_slot, NULL, AO_RELAXED);
-            }
             return true;
         }
     }
@@ -469,10 +462,8 @@ bool sh_span_extend(sh_heap *h, sh_span *s, void **local)
  *
  * Invariant: s->owner_slot == e, e in LAB L's ring, implies e->span == s
  * and e's chain holds only free-marked blocks of s counted in no anchor.
- * Only L's holder writes e and stores e into owner_slot. NULL is stored by
- * sh_span_init, by a LAB that takes s HOT (retired_take) and by a free that
- * adopts s for another LAB (span_make_reusable): frees then go to the
- * anchor again. L clears it with a CAS from e, so a span set up anew and
+ * Only L's holder writes e and stores e into owner_slot; sh_span_init
+ * stores NULL; L clears it with a CAS from e, so a span set up anew and
  * retired by another LAB keeps that LAB's entry. */
 
 /* The chains lock (lab->chain_lock): the owner holds it for every access
@@ -605,13 +596,10 @@ bool sh_span_chain_owned(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls, void
 static void retired_take(sh_lab *lab, sh_span *s, unsigned cls)
 {
     sh_retired *e = retired_entry(lab, s, cls);
-    /* relaxed: s is our HOT span, so no LAB can store an entry into its
-     * owner_slot; whoever else held it (a LAB whose ring still names it,
-     * from before an exit or an adoption) keeps its chain, if any, until it
-     * pushes it, but routes no more frees there */
-    atomic_store_explicit(&s->owner_slot, NULL, AO_RELAXED);
     if (!e)
         return;
+    /* relaxed: s is our HOT span; no other LAB stores into its owner_slot */
+    atomic_store_explicit(&s->owner_slot, NULL, AO_RELAXED);
     if (e->k) {
         *(void **)e->last = lab->local[cls];
         lab->local[cls] = e->first;
