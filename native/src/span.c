@@ -511,6 +511,14 @@ static uint32_t retired_limit(const sh_heap *h, unsigned cls, uint32_t n)
     return thr > n ? thr - n : 1;
 }
 
+/* lab's count of entries that hold a chain moves by d: a hint for sweepers
+ * (relaxed), written only under lab's chains lock. */
+static void chains_count(sh_lab *lab, int d)
+{
+    atomic_store_explicit(&lab->chains, atomic_load_explicit(&lab->chains, AO_RELAXED) + (uint32_t)d,
+                          AO_RELAXED);
+}
+
 /* Pushes e's chain, if any, to its span's anchor; actor is the pushing
  * thread's LAB (statistics, and the spare slot if the span empties). Chains
  * lock of e's LAB held. */
@@ -520,9 +528,7 @@ static void retired_push_chain(sh_heap *h, sh_lab *owner, sh_lab *actor, sh_reti
     if (e->k) {
         uint32_t k = e->k;
         e->k = 0;
-        /* relaxed: a hint for sweepers, written under the chains lock */
-        atomic_store_explicit(&owner->chains,
-                              atomic_load_explicit(&owner->chains, AO_RELAXED) - 1, AO_RELAXED);
+        chains_count(owner, -1);
         sh_span_free_chain(h, actor, e->span, cls, e->first, e->last, k);
     }
 }
@@ -579,9 +585,7 @@ bool sh_span_chain_owned(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls, void
     e->first = first;
     if (e->k == 0) {
         e->last = last;
-        /* relaxed: as in retired_push_chain */
-        atomic_store_explicit(&lab->chains, atomic_load_explicit(&lab->chains, AO_RELAXED) + 1,
-                              AO_RELAXED);
+        chains_count(lab, 1);
     }
     e->k += k;
     if (SH_UNLIKELY(e->k >= e->lim))
@@ -604,9 +608,7 @@ static void retired_take(sh_lab *lab, sh_span *s, unsigned cls)
         *(void **)e->last = lab->local[cls];
         lab->local[cls] = e->first;
         e->k = 0;
-        /* relaxed: as in retired_push_chain */
-        atomic_store_explicit(&lab->chains, atomic_load_explicit(&lab->chains, AO_RELAXED) - 1,
-                              AO_RELAXED);
+        chains_count(lab, -1);
     }
     e->span = NULL;
 }
