@@ -184,7 +184,7 @@ public final class CompactFitHeap {
         this.classes = new SizeClassPages[firstLane[sizes.count()]];
         for (int c = 0; c < sizes.count(); c++) {
             for (int i = firstLane[c]; i < firstLane[c + 1]; i++) {
-                classes[i] = new SizeClassPages(i, c, sizes.blockSize(c), pageSize);
+                classes[i] = new SizeClassPages(i, c, sizes.blockSize(c), pageSize, table.pageIds);
             }
         }
         this.emptied = new EmptiedPages(source);
@@ -1041,6 +1041,9 @@ public final class CompactFitHeap {
             c.lock.lock();
             try {
                 src = table.pageOf(index); // re-read under the lock
+                if (src == null || src.sizeClass != c) {
+                    throw new StaleHandleException(handle); // freed meanwhile, its page emptied or its index reused elsewhere
+                }
                 if (src.ownerPages != null) {
                     return false; // in a page another thread owns: it moves once that thread gives it up
                 }

@@ -36,9 +36,9 @@ import org.spanheap.StaleHandleException;
  *  word 2i+1  address  concrete address of the block (meaningful while LIVE)
  * </pre>
  * and beside them, touched under the lock of the block's size class (or by
- * the compaction round, which holds that lock), the {@link Page} of the block
- * (its slot follows from the address: {@link Page#slotOf}) and the link of the
- * free and limbo lists. Both are kept for a dead entry until its release.
+ * the compaction round, which holds that lock), the id of the block's {@link Page}
+ * ({@link PageIds}; its slot follows from the address: {@link Page#slotOf}) and the
+ * link of the free and limbo lists. Both are kept for a dead entry until its release.
  *
  * <h2>Memory orders</h2>
  * The state is the publication point: the address (and page, slot) are
@@ -77,17 +77,20 @@ public final class HandleTable {
     private static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
 
     /**
-     * The cold half of a chunk: each block's page (null for a large object),
+     * The cold half of a chunk: each block's page id (0 for a large object:
+     * {@link PageIds}, an {@code int} so that a publication stores no reference),
      * and the list links. No slot: it follows from the address and the page,
      * which saves 4 bytes per handle (an entry of a cache of 100-byte values
      * costs about 180 bytes in all).
      */
     static final class Chunk {
-        final Page[] page = new Page[CHUNK];
+        final int[] page = new int[CHUNK];
         final int[] link = new int[CHUNK];
     }
 
     private final long tag;
+    /** The ids of the pages that {@link Chunk#page} holds. */
+    final PageIds pageIds = new PageIds();
     /** Hot halves, {@code words[c]} for chunk c; replaced by a longer copy when a chunk is added (volatile). */
     private volatile long[][] words = new long[0][];
     /** Cold halves, indexed like {@link #words}; replaced with it. */
@@ -214,6 +217,11 @@ public final class HandleTable {
     }
 
     Page pageOf(int index) {
+        return pageIds.get(pageIdOf(index));
+    }
+
+    /** {@return the id of the page of entry {@code index} (0: none)} The entry's block must still hold its slot. */
+    int pageIdOf(int index) {
         return chunks[index >>> CHUNK_SHIFT].page[index & CHUNK_MASK];
     }
 
@@ -234,7 +242,7 @@ public final class HandleTable {
         int o = wordOf(index);
         long gen = w[o] & ~(LIVE | MOVING | SIZE_MASK); // the index is ours: no one else writes it now
         w[o + 1] = address;
-        c.page[index & CHUNK_MASK] = page;
+        c.page[index & CHUNK_MASK] = page == null ? 0 : page.id;
         LONGS.setRelease(w, o, gen | LIVE | size);     // address and page before the state
         return tag << TAG_SHIFT | (gen >>> STATE_GEN_SHIFT) << 32 | index;
     }
@@ -290,12 +298,12 @@ public final class HandleTable {
             return false; // killed while moving: the free's limbo entry releases the old block
         }
         long old = w[o + 1];
-        Page[] pages = chunks[index >>> CHUNK_SHIFT].page;
-        Page oldPage = pages[index & CHUNK_MASK];
+        int[] pages = chunks[index >>> CHUNK_SHIFT].page;
+        int oldPage = pages[index & CHUNK_MASK];
         // address and page before the CAS: a free whose kill reads the CAS's state (no MOVING)
         // sees both, so it may act on the page (a thread-owned page's lists); a free that killed
         // the entry while MOVING reads neither (it goes to the limbo) and meets the restore below
-        pages[index & CHUNK_MASK] = page;
+        pages[index & CHUNK_MASK] = page == null ? 0 : page.id;
         // release: a read-only resolve that loads this address (before the CAS, the state still
         // MOVING) sees the copy made before it (CompactFitHeap#resolveForReading)
         LONGS.setRelease(w, o + 1, address);

@@ -24,6 +24,8 @@ final class Page {
     final long base;
     final SizeClassPages sizeClass;
     final int[] owner;
+    /** This page's name in the handle table ({@link PageIds}); 0 before it is registered and after. */
+    int id;
     /** The first free slot, or -1. */
     private int freeHead;
     int used;

@@ -18,7 +18,9 @@ final class ReleasePiece {
     static final int CAPACITY = 256;
 
     private final int[] index = new int[CAPACITY];
-    private final Page[] page = new Page[CAPACITY];
+    /** Page ids, not pages: an int store needs no GC barrier ({@link PageIds}). */
+    private final int[] pageId = new int[CAPACITY];
+    private PageIds pageIds;
     private final long[] address = new long[CAPACITY];
     private final long[] state = new long[CAPACITY];
     /** Positions in the arrays above, grouped by class: group c is {@code [start[c], start[c + 1])}. */
@@ -38,6 +40,7 @@ final class ReleasePiece {
      * them. Moves each cursor past what was read (NO_INDEX at a chain's end).
      */
     void read(HandleTable table, int[] cursors) {
+        pageIds = table.pageIds;
         int n = 0;
         for (boolean more = true; more && n < CAPACITY;) {
             more = false;
@@ -47,7 +50,7 @@ final class ReleasePiece {
                     continue;
                 }
                 index[n] = i;
-                page[n] = table.pageOf(i);
+                pageId[n] = table.pageIdOf(i);
                 address[n] = table.address(i);
                 state[n] = table.stateAcquire(i); // a kill keeps the size
                 n++;
@@ -81,7 +84,7 @@ final class ReleasePiece {
     }
 
     private int groupOf(int k, int large) {
-        Page p = page[k];
+        Page p = pageIds.get(pageId[k]);
         return p == null ? large : p.sizeClass.index;
     }
 
@@ -105,7 +108,7 @@ final class ReleasePiece {
     }
 
     Page page(int pos) {
-        return page[pos];
+        return pageIds.get(pageId[pos]);
     }
 
     long address(int pos) {
@@ -116,9 +119,8 @@ final class ReleasePiece {
         return state[pos];
     }
 
-    /** Drops the page references, so that released pages are not kept reachable from here. */
+    /** Empties the piece. */
     void clear() {
-        Arrays.fill(page, 0, count, null);
         count = 0;
     }
 }

@@ -39,7 +39,11 @@ final class SizeClassPages {
     int indexHead = HandleTable.NO_INDEX;
     int indexCount;
 
-    SizeClassPages(int index, int sizeClass, int blockSize, long pageSize) {
+    /** Names this lane's pages in the handle table: a page holds an id from {@link #addPage} to {@link #removePage}. */
+    private final PageIds pageIds;
+
+    SizeClassPages(int index, int sizeClass, int blockSize, long pageSize, PageIds pageIds) {
+        this.pageIds = pageIds;
         this.index = index;
         this.sizeClass = sizeClass;
         this.blockSize = blockSize;
@@ -140,6 +144,7 @@ final class SizeClassPages {
     }
 
     void addPage(Page p) {
+        pageIds.register(p);
         if (pageCount == all.length) {
             all = Arrays.copyOf(all, pageCount * 2);
         }
@@ -157,6 +162,7 @@ final class SizeClassPages {
         last.pagePos = i;
         all[pageCount] = null;
         p.pagePos = -1;
+        pageIds.unregister(p); // empty: no entry names it any more
     }
 
     private void addNotFull(Page p) {

@@ -22,7 +22,7 @@ class EvacuationTest {
     void aSourcePageStaysEvacuatingWhileItsPlannedMovesWaitThoughItsMovedOutSlotsAreReleased() {
         try (Arena arena = Arena.ofConfined()) {
             HandleTable table = new HandleTable();
-            SizeClassPages c = new SizeClassPages(0, 0, BLOCK, PAGE);
+            SizeClassPages c = new SizeClassPages(0, 0, BLOCK, PAGE, table.pageIds);
             // no page goes back to a source here: the emptied pages are never given back
             Evacuation evacuation = new Evacuation(table, new SizeClassPages[] {c}, BLOCK, new EmptiedPages(null));
             Page src = page(arena, c);

@@ -29,11 +29,13 @@ class ReleasePieceTest {
         return head;
     }
 
-    /** One page of each test class. */
-    private static Page[] pages() {
+    /** One page of each test class, named in {@code t}. */
+    private static Page[] pages(HandleTable t) {
         Page[] pages = new Page[CLASSES];
         for (int c = 0; c < CLASSES; c++) {
-            pages[c] = new Page(0x100_0000L * (c + 1), new SizeClassPages(c, c, 16 << c, 64 * 1024));
+            SizeClassPages cls = new SizeClassPages(c, c, 16 << c, 64 * 1024, t.pageIds);
+            pages[c] = new Page(0x100_0000L * (c + 1), cls);
+            cls.addPage(pages[c]);
         }
         return pages;
     }
@@ -43,7 +45,7 @@ class ReleasePieceTest {
         HandleTable t = new HandleTable();
         try {
             SplittableRandom r = new SplittableRandom(7);
-            Page[] pages = pages();
+            Page[] pages = pages(t);
             List<Integer> order = new ArrayList<>();
             int n = ReleasePiece.CAPACITY + 40;
             int head = limbo(t, pages, n, order, r);
@@ -99,7 +101,7 @@ class ReleasePieceTest {
         HandleTable t = new HandleTable();
         try {
             SplittableRandom r = new SplittableRandom(11);
-            Page[] pages = pages();
+            Page[] pages = pages(t);
             int[] lengths = {300, 0, 5, 120};
             List<List<Integer>> chains = new ArrayList<>();
             int[] cursors = new int[lengths.length];
