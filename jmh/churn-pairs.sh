@@ -19,12 +19,15 @@
 # org.spanheap.jmh.CacheChurnBenchmark --store S --seconds SECONDS --threads THREADS; its "max:"
 # line gives ops/us, the highest committed/live and RSS growth/live. Build the jar first
 # (./mvnw -B -pl jmh -am -DskipTests package). JAVA_HOME: a JDK >= 22 (else the newest found).
-# Prints one line per pair, then the medians; exits non-zero if a run fails.
+# Prints one line per pair, then the medians; exits non-zero if a run fails. Each run also shows
+# the cross-CPU round trip before and after it (tools/cpu-round-trip.c, built with gcc if
+# present; "?" otherwise): a shared VM runs at two speeds, and only pairs whose runs agree compare
+# (docs/benchmarks/README.md, "Reading the results").
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
-usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 
 pairs=5; threads=2; seconds=6; jvm_a=""; jvm_b=""
 jar_a="$root/jmh/target/benchmarks.jar"; jar_b="$jar_a"; stores=(); extra=()
@@ -54,21 +57,31 @@ source "$here/find-java.sh"
 # jemalloc (Debian's libjemalloc2) uses initial-exec TLS: dlopen needs optional static TLS room.
 export GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.rtld.optional_static_tls=4096"
 
-# Prints "OPS COMMITTED/LIVE RSS-GROWTH/LIVE" of one run.
+rtt_bin=""
+if command -v gcc >/dev/null; then
+  rtt_dir="$(mktemp -d)"
+  trap 'rm -rf "$rtt_dir"' EXIT
+  gcc -O2 -pthread -o "$rtt_dir/cpu-round-trip" "$root/tools/cpu-round-trip.c" 2>/dev/null && rtt_bin="$rtt_dir/cpu-round-trip"
+fi
+# Prints the cross-CPU round trip in ns, or "?".
+rtt() { { [[ -n "$rtt_bin" ]] && "$rtt_bin" 2>/dev/null | awk '{print $1}'; } || echo "?"; }
+
+# Prints "OPS COMMITTED/LIVE RSS-GROWTH/LIVE rtt BEFORE/AFTER" of one run.
 run() {
-  local jar="$1" store="$2" flags="$3" out line
+  local jar="$1" store="$2" flags="$3" out line before
+  before="$(rtt)"
   # shellcheck disable=SC2086 # the flags are words on purpose
   out="$("$JAVA" $flags --enable-native-access=ALL-UNNAMED -Xms512m -Xmx512m -XX:+AlwaysPreTouch -cp "$jar" \
       org.spanheap.jmh.CacheChurnBenchmark --store "$store" --seconds "$seconds" --threads "$threads" \
       "${extra[@]}" 2>&1)" || { echo "$out" >&2; echo "the run of $store failed" >&2; exit 1; }
   line="$(grep '^max:' <<<"$out")" || { echo "$out" >&2; echo "no max: line from $store" >&2; exit 1; }
-  sed -E 's/.*committed\/live ([0-9.]+),.*RSS growth\/live ([0-9.]+); ([0-9.]+) ops.*/\3 \1 \2/' <<<"$line"
+  echo "$(sed -E 's/.*committed\/live ([0-9.]+),.*RSS growth\/live ([0-9.]+); ([0-9.]+) ops.*/\3 \1 \2/' <<<"$line") rtt $before/$(rtt)"
 }
 
 shown() { [[ "$1" == "$root"/* ]] && echo "${1#"$root"/}" || echo "$1"; } # no machine paths in pasted output
 echo "A: $store_a ${jvm_a:+($jvm_a) }$(shown "$jar_a")"
 echo "B: $store_b ${jvm_b:+($jvm_b) }$(shown "$jar_b")"
-echo "$threads threads, $seconds s per run, $pairs pairs; per run: ops/us, max committed/live, max RSS growth/live"
+echo "$threads threads, $seconds s per run, $pairs pairs; per run: ops/us, max committed/live, max RSS growth/live, round trip ns before/after"
 results=()
 for ((i = 1; i <= pairs; i++)); do
   a="$(run "$jar_a" "$store_a" "$jvm_a")"

@@ -15,22 +15,27 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #define TRIPS 200000L
 
 static _Atomic long line __attribute__((aligned(64)));
 
-static void pin(int cpu) {
+/* Pins the calling thread to `cpu`; returns 0, or an error number (no such CPU). */
+static int pin(int cpu) {
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
 static void *answer(void *unused) {
     (void) unused;
-    pin(1);
+    if (pin(1) != 0) {
+        fprintf(stderr, "cpu-round-trip: cannot run on CPU 1\n");
+        exit(2);
+    }
     for (long i = 0; i < TRIPS; i++) {
         while (atomic_load_explicit(&line, memory_order_acquire) != 2 * i + 1) {
         }
@@ -42,7 +47,10 @@ static void *answer(void *unused) {
 int main(void) {
     pthread_t t;
     struct timespec a, b;
-    pin(0);
+    if (pin(0) != 0) {
+        fprintf(stderr, "cpu-round-trip: cannot run on CPU 0\n");
+        return 2;
+    }
     if (pthread_create(&t, NULL, answer, NULL) != 0) {
         perror("pthread_create");
         return 1;
