@@ -10,10 +10,11 @@ import java.util.Arrays;
  * check: 10% of the CPU time of the cache's 50%-writes benchmark and 4% of a one-thread
  * replace, measured on the allocation's publication alone. An {@code int} store has no barrier.
  *
- * <p>Id 0 names no page (a large object). A page gets its id when the heap creates it and gives
- * it up when the heap gives the page's memory back; the id is then reused. An entry keeps a
- * page's id only while its block sits in that page (a dead entry until its release), so no
- * entry reads an id after its page gave it up.
+ * <p>Id 0 names no page (a large object). A page gets its id when it joins a lane
+ * ({@link SizeClassPages#addPage}) and gives it up when it leaves the lane empty
+ * ({@link SizeClassPages#removePage}); the id is then reused. An entry keeps a page's id only
+ * while its block sits in that page (a dead entry until its release), so no entry reads an id
+ * after its page gave it up.
  *
  * <p>Memory orders: {@link #get} reads the array through a volatile field and its element
  * plainly. A page is registered before any block of it is published (the creator holds its size
