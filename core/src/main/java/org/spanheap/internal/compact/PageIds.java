@@ -34,19 +34,11 @@ final class PageIds {
 
     /** Gives {@code page} an id and records it as {@code page.id}. */
     synchronized void register(Page page) {
-        int id;
-        if (freeCount > 0) {
-            id = free[--freeCount];
-        } else {
-            id = next++;
-            if (id == pages.length) {
-                Page[] longer = Arrays.copyOf(pages, pages.length * 2);
-                longer[id] = page;
-                page.id = id;
-                live++;
-                pages = longer; // volatile: the copy, with this page, is complete before readers find it
-                return;
-            }
+        int id = freeCount > 0 ? free[--freeCount] : next++;
+        if (id == pages.length) {
+            // volatile: the copy is complete before readers find it; this page's element below
+            // reaches them with the page's first publication, as in an array that did not grow
+            pages = Arrays.copyOf(pages, id * 2);
         }
         page.id = id;
         live++;
