@@ -2,7 +2,6 @@ package org.spanheap.internal.compact;
 
 import java.lang.foreign.MemorySegment;
 import java.util.function.Consumer;
-import java.util.concurrent.locks.ReentrantLock;
 import org.spanheap.CompactingHeapStats;
 import org.spanheap.StaleHandleException;
 import org.spanheap.internal.EagerClassInit;
@@ -29,7 +28,7 @@ import org.spanheap.internal.Zeroing;
  *     CAS push on its thread-free list if another thread does, else a push of
  *     the index on its thread's stripe of the lock-free <em>limbo</em>. The
  *     block stays untouched until an epoch change makes it unreachable.</li>
- * <li><b>Rounds</b> (one at a time, under {@link #roundLock}; run by the
+ * <li><b>Rounds</b> ({@link Rounds}: one at a time; run by the
  *     {@link Compactor} thread, by {@code compact()}, or by a freeing thread
  *     when frees reclaim at once or the compactor has fallen far behind): one
  *     round drains the limbo, plans moves of at most ι bytes for the
@@ -39,14 +38,15 @@ import org.spanheap.internal.Zeroing;
  *     a whole batch of frees and an increment of compaction, and it runs off
  *     the allocating threads.</li>
  * </ul>
- * The mechanisms live beside this class: {@link BackgroundPacing} (when the
+ * The mechanisms live beside this class: {@link Rounds} (the round and who
+ * runs it), {@link Epochs} (the access epochs), {@link BackgroundPacing} (when the
  * background thread compacts, and from which pages), {@link Evacuation} (a
  * round's moves), {@link LargeObjects} (objects above the size classes),
- * {@link Limbo} and {@link ReleasePiece} (frees waiting for an epoch change,
+ * {@link Limbo} and {@link LimboRelease} (frees waiting for an epoch change,
  * and their release), {@link EmptiedPages} (pages given back after a round),
  * {@link PageOwnership} with {@link ThreadPages}, {@link RemoteFrees} and
- * {@link DeferredSlots} (thread-owned pages).
- * This class holds the access path, allocation, the round and the epochs.
+ * {@link DeferredSlots} (thread-owned pages), {@link HeapCensus} (statistics).
+ * This class holds the access path, allocation and free, and the heap's life.
  *
  * <h2>Access protocol (epochs)</h2>
  * A resolve reads the current universe (volatile), then the entry's state
@@ -71,22 +71,6 @@ public final class CompactFitHeap {
                 StaleHandleException.class);
     }
 
-    /**
-     * The limbo holds this many batches: the compactor fell behind, and a freeing
-     * thread waits for the round in progress, then runs one itself if the limbo
-     * still holds as much. Behind it are threads that outnumber the cores: an
-     * epoch change is a handshake with every thread, and a thread the OS has
-     * descheduled answers only when it runs again, so with 16 threads on 2 cores
-     * the compactor managed 60-140 epoch changes a second against 250-1100 with
-     * 2 threads, the limbo grew to 27-65 MiB, and allocation opened new pages
-     * meanwhile (the cache's memory mode: peak 2.1-3.0 times its bound). Waiting
-     * parks the freeing thread, so the handshake need not wait for it to run: with
-     * 2 batches and the wait, the peak was 1.24-1.28 times the bound at the same
-     * throughput; with 8 batches and {@code tryLock} (no wait), 2.1-3.0
-     * (measured on the cache churn, 16 threads on 2 cores).
-     */
-    private static final int HELP_FACTOR = 2;
-
     private final PageReserve source;
     private final long pageSize;
     private final BlockSizes sizes;
@@ -104,61 +88,17 @@ public final class CompactFitHeap {
     private final HandleTable table = new HandleTable();
     private final int kappa;
     private final long iota;
-    private final long reclaimBatchBytes;
-    /** When the background thread compacts, and from which pages. */
-    private final BackgroundPacing pacing;
-    /**
-     * The reclaim batch in force: the configured one, or 1/32 of the committed
-     * bytes if that is more, so that the number of rounds (handshakes) per
-     * freed byte falls as the heap grows while the limbo stays a small share
-     * of it. Written after each round, read by frees (plain: a stale value only
-     * delays or advances one wake-up).
-     */
-    private long batchBytes;
-
-    /** The current epoch's universe; a resolve reads it first (volatile). */
-    private volatile MemorySegment universe;
-    /**
-     * The current epoch's number, written before its universe (volatile). A free reads it after
-     * its kill to tag a deferred slot: a reader that resolved the object before the kill read a
-     * universe of that epoch or an earlier one (the kill, this read, the epoch's publication and
-     * the reader's loads of universe and state are all volatile, so they are totally ordered).
-     */
-    private volatile long epochNumber;
-    /** Set by an owner whose full pages' deferred frees all wait for an epoch change; cleared by the next round (volatile). */
-    private volatile boolean epochWanted;
-    /** The number of the last closed epoch, -1 before the first close; written after the close (volatile). */
-    private volatile long closedThrough = -1;
+    /** The access epochs: the universe a resolve slices, the number a free tags, the heap's end. */
+    private final Epochs epochs = new Epochs();
     /** Thread-owned pages of the small classes; every class is lane-allocated without the background thread. */
     private final PageOwnership ownership;
-    private volatile boolean closed;
-    /**
-     * The heap's name in JFR events: generated from its tag, or the MXBean name once one is
-     * registered. Volatile: written on registration, read only when an event is committed.
-     */
-    private volatile String name;
-
     /** Killed indices waiting for an epoch change: striped lock-free stacks ({@link Limbo}). */
     private final Limbo limbo = new Limbo(table);
     /** Objects above the largest size class, each in a mapping. */
     private final LargeObjects large;
-    /** Slots of given-up pages that their owner freed, waiting for their epoch to close. */
-    private final PendingSlots pendingSlots;
-    /** The release of freed objects after their epoch closed. */
-    private final LimboRelease limboRelease;
-
-    // ---- round state: under roundLock ----
-    private final ReentrantLock roundLock = new ReentrantLock();
-    private Epoch epoch = new Epoch(0);
-    private final EmptiedPages emptied;
-    private final Evacuation evacuation;
-    private Compactor compactor;
-    /** Set by {@code trim()} around its round, whose release the trim's own event reports. */
-    private boolean trimming;
-
-    // ---- statistics: written under roundLock, read by stats() without it ----
-    private volatile long movedBytes, increments, epochsClosed;
-    private volatile long maxIncrementNanos, totalIncrementNanos, maxCloseNanos;
+    /** The rounds: reclaim, compaction, epoch changes. */
+    private final Rounds rounds;
+    private final HeapCensus census;
 
     private CompactFitHeap(PageReserve source, int lanes, int kappa, long iota, long reclaimBatchBytes,
             long passIntervalNanos, boolean background, boolean threadOwnedPages) {
@@ -187,26 +127,24 @@ public final class CompactFitHeap {
                 classes[i] = new SizeClassPages(i, c, sizes.blockSize(c), pageSize, table.pageIds);
             }
         }
-        this.emptied = new EmptiedPages(source);
+        EmptiedPages emptied = new EmptiedPages(source);
         this.large = new LargeObjects(table, source);
-        this.limboRelease = new LimboRelease(table, classes, large, emptied);
-        this.pacing = new BackgroundPacing(classes, limbo, kappa, pageSize, passIntervalNanos, background);
-        this.evacuation = new Evacuation(table, classes, iota, emptied);
         this.kappa = kappa;
         this.iota = iota;
-        this.reclaimBatchBytes = reclaimBatchBytes;
-        this.batchBytes = reclaimBatchBytes;
-        this.universe = epoch.universe;
-        this.name = "CompactingHeap-" + table.tag();
+        PendingSlots pendingSlots = new PendingSlots(emptied);
+        this.rounds = new Rounds(table, classes, source, limbo, new LimboRelease(table, classes, large, emptied),
+                pendingSlots, new Evacuation(table, classes, iota, emptied), emptied, large,
+                new BackgroundPacing(classes, limbo, kappa, pageSize, passIntervalNanos, background), epochs, kappa,
+                reclaimBatchBytes);
         boolean[] owned = new boolean[sizes.count()];
         for (int c = 0; c < sizes.count(); c++) {
             owned[c] = threadOwnedPages && startThread && reclaimBatchBytes > 0 && pageSize / sizes.blockSize(c) >= OWNED_MIN_BLOCKS;
         }
-        this.pendingSlots = new PendingSlots(emptied);
-        this.ownership = new PageOwnership(this, table, source, limbo, pendingSlots, classes, firstLane, owned);
+        this.ownership = new PageOwnership(rounds, epochs, table, source, limbo, pendingSlots, classes, firstLane, owned);
+        this.census = new HeapCensus(table, classes, sizes.count(), pageSize, source, limbo, pendingSlots, ownership,
+                large);
         if (startThread && reclaimBatchBytes > 0) {
-            compactor = new Compactor(this);
-            compactor.start();
+            rounds.start(new Compactor(this));
         }
     }
 
@@ -275,17 +213,17 @@ public final class CompactFitHeap {
     }
 
     public boolean isClosed() {
-        return closed;
+        return epochs.closed;
     }
 
     /** {@return the heap's name in JFR events} */
     public String name() {
-        return name;
+        return rounds.heapName;
     }
 
     /** Names the heap in later JFR events (its MXBean's name). */
     public void name(String name) {
-        this.name = name;
+        rounds.heapName = name;
     }
 
     // ---- lock-free access path -------------------------------------------
@@ -303,10 +241,10 @@ public final class CompactFitHeap {
         // path's own slice would merge two allocations and make every resolve allocate.
         for (int spins = 0;; spins++) {
             // the universe (volatile), the table (volatile), the state (volatile: ordered after the
-            // universe and against a free's kill and epoch read, see epochNumber), the address
+            // universe and against a free's kill and epoch read, see Epochs), the address
             // (acquire), the state again (acquire): an entry killed and reused between the two
             // state loads changed its generation, so the address of a newer object is never used
-            MemorySegment u = universe;
+            MemorySegment u = epochs.universe;
             long[][] words = table.words();
             int index = (int) handle;
             int chunk = index >>> HandleTable.CHUNK_SHIFT;
@@ -340,7 +278,7 @@ public final class CompactFitHeap {
             // mark) or the new one (release store in publishMoved, after the copy), and the
             // state is loaded again after it, so a kill and a reuse between are seen. A loop of
             // its own, not a flag of resolve's: each keeps one allocation site (see resolve)
-            MemorySegment u = universe;
+            MemorySegment u = epochs.universe;
             long[][] words = table.words();
             int index = (int) handle;
             int chunk = index >>> HandleTable.CHUNK_SHIFT;
@@ -368,7 +306,7 @@ public final class CompactFitHeap {
         try {
             index = table.liveIndex(handle); // live or moving, else throws
         } catch (StaleHandleException e) {
-            throw closed ? closedException() : e;
+            throw epochs.closed ? Epochs.closedException() : e;
         }
         long st = table.stateAcquire(index);
         if ((st & HandleTable.MOVING) == 0) {
@@ -395,7 +333,7 @@ public final class CompactFitHeap {
         try {
             return HandleTable.size(table.stateAcquire(table.liveIndex(handle)));
         } catch (StaleHandleException e) {
-            throw closed ? closedException() : e;
+            throw epochs.closed ? Epochs.closedException() : e;
         }
     }
 
@@ -425,7 +363,7 @@ public final class CompactFitHeap {
             checkOpen();
             p = c.allocationPage();
             if (p == null) {
-                p = newPage(c);
+                p = c.newPage(source);
                 c.allocateIn(p);
             }
             if (c.indexHead == HandleTable.NO_INDEX) {
@@ -498,7 +436,7 @@ public final class CompactFitHeap {
     private void fill(long address, long size, MemorySegment contents, Consumer<? super MemorySegment> init) {
         boolean interrupted = Thread.currentThread().isInterrupted();
         for (;;) {
-            MemorySegment u = universe;
+            MemorySegment u = epochs.universe;
             try {
                 if (contents != null) {
                     MemorySegment.copy(contents, 0, u, address, size); // no slice: no garbage per copy
@@ -524,7 +462,7 @@ public final class CompactFitHeap {
     private void abandon(SizeClassPages c, Page p, int slot, int index, long size) {
         c.lock.lock();
         try {
-            if (closed) {
+            if (epochs.closed) {
                 return;
             }
             if (p.ownerPages == null) {
@@ -549,13 +487,6 @@ public final class CompactFitHeap {
         } catch (IllegalStateException e) {
             // closed meanwhile: its memory went with the heap
         }
-    }
-
-    /** A new page for class {@code c} (caller holds its lock). */
-    private Page newPage(SizeClassPages c) {
-        Page p = new Page(source.allocatePage(), c);
-        c.addPage(p);
-        return p;
     }
 
     /**
@@ -649,7 +580,7 @@ public final class CompactFitHeap {
     /**
      * Frees the object named by {@code handle}: kills the entry and leaves the
      * block in limbo until the next epoch change. When the limbo holds
-     * {@link #HELP_FACTOR} reclaim batches, waits for the round in progress.
+     * {@link Rounds#HELP_FACTOR} reclaim batches, waits for the round in progress.
      *
      * @throws StaleHandleException if the handle names no live object (double free included)
      * @throws IllegalStateException if the heap is closed
@@ -659,7 +590,7 @@ public final class CompactFitHeap {
         try {
             state = table.kill(handle);
         } catch (StaleHandleException e) {
-            throw closed ? closedException() : e;
+            throw epochs.closed ? Epochs.closedException() : e;
         }
         int index = (int) handle;
         if ((state & HandleTable.MOVING) == 0) { // not moving: its page and address are final (HandleTable#publishMoved)
@@ -675,36 +606,7 @@ public final class CompactFitHeap {
                 }
             }
         }
-        limboPushed(limbo.push(index, HandleTable.size(state)));
-    }
-
-    /** After a push on the limbo that left {@code pending} units there: reclaim if a batch is full. */
-    void limboPushed(long pending) {
-        if (pending << 4 >= batchBytes) {
-            reclaimPressure(pending << 4);
-        }
-    }
-
-    long epochNumber() {
-        return epochNumber;
-    }
-
-    /**
-     * An owner found none of its full pages reusable: asks the background thread for an epoch
-     * change soon (one volatile read when already asked).
-     */
-    void requestEpochChange() {
-        if (!epochWanted) {
-            epochWanted = true;
-            Compactor k = compactor;
-            if (k != null) {
-                k.wake();
-            }
-        }
-    }
-
-    long closedThrough() {
-        return closedThrough;
+        rounds.limboPushed(limbo.push(index, HandleTable.size(state)));
     }
 
     /**
@@ -713,62 +615,14 @@ public final class CompactFitHeap {
      * whether that pushed frees on the limbo}. Caller holds no lock.
      */
     private boolean settleOwnedPages() {
-        if (closed) {
+        if (epochs.closed) {
             return false; // the caller throws: the heap is closed
         }
         boolean pushed = ownership.giveUpMine() > 0;
         return ownership.adoptDeadThreads() | pushed;
     }
 
-    /** Enough freed bytes wait: reclaim now (no batching), wake the compactor, or help it. */
-    private void reclaimPressure(long pending) {
-        Compactor k = compactor;
-        if (reclaimBatchBytes == 0 || k == null) {
-            roundLock.lock();
-            try {
-                if (!closed) {
-                    roundsUntil(kappa);
-                }
-            } finally {
-                roundLock.unlock();
-            }
-        } else if (pending >= HELP_FACTOR * batchBytes) {
-            roundLock.lock(); // the compactor fell behind: wait for its round (see HELP_FACTOR)
-            try {
-                if (!closed && limbo.pendingUnits() << 4 >= HELP_FACTOR * batchBytes) {
-                    round(kappa, 0, BackgroundPacing.ANY_SOURCE); // still behind after it: bound the limbo ourselves
-                }
-            } finally {
-                roundLock.unlock();
-            }
-        } else {
-            k.wake();
-        }
-    }
-
-    // ---- rounds -----------------------------------------------------------------
-
-    /** Runs rounds until no class is over {@code goal} and the limbo is empty (caller holds roundLock). */
-    private long roundsUntil(int goal) {
-        long moved = 0;
-        for (int guard = 0; guard < 1_000_000; guard++) {
-            boolean pendingLimbo = !limbo.isEmpty();
-            long m = round(goal, 0, BackgroundPacing.ANY_SOURCE);
-            moved += m;
-            // Stop when the goal is met, or when a round neither moved nor reclaimed anything
-            // and no free came meanwhile: the blocks left over the goal cannot move now (their
-            // allocation is not yet published), and every further round would be another
-            // handshake for nothing (a million of them took minutes: jcstress TIMEOUTs of
-            // CompactHandleReuseTest in default mode, one actor interpreted).
-            if (m == 0 && !pendingLimbo && (!SizeClassPages.anyOver(classes, goal) || limbo.isEmpty())) {
-                break;
-            }
-            if (closed) {
-                break;
-            }
-        }
-        return moved;
-    }
+    // ---- the background thread's steps ----------------------------------------------
 
     /**
      * One step of the background thread: runs a round if there is work ({@link #hasWork}); returns
@@ -779,22 +633,15 @@ public final class CompactFitHeap {
             ownership.adoptDeadThreads();
         }
         if (hasWork(idle)) {
-            backgroundRound();
+            rounds.backgroundRound();
             return true;
         }
         return false;
     }
 
-    /**
-     * Work the compactor has: a batch of freed bytes waiting (or any, when idle), a compaction
-     * pass due, or, on an idle tick, a heap at rest over the bound. Called by the compactor
-     * thread only (it updates the rest detection).
-     */
+    /** Whether the background thread has a round to run (see {@link Rounds#hasWork}); its thread only. */
     boolean hasWork(boolean idle) {
-        boolean rest = idle ? pacing.restDueOnIdleTick(operations()) : pacing.restPassGoesOn(operations());
-        return limbo.pendingUnits() << 4 >= batchBytes || epochWanted
-                || (idle && (!limbo.isEmpty() || evacuation.hasMovedOut() || !pendingSlots.isEmpty()))
-                || pacing.compactionDue() || rest;
+        return rounds.hasWork(idle, operations());
     }
 
     /** Objects allocated plus objects released so far: racy reads of the counters, a hint of activity. */
@@ -806,280 +653,29 @@ public final class CompactFitHeap {
         return n;
     }
 
-    /** Called by the compactor thread: one round, with moves if a compaction pass is due. */
-    void backgroundRound() {
-        roundLock.lock();
-        try {
-            if (!closed) {
-                boolean rest = pacing.restPass();
-                boolean compacting = rest || pacing.compactionDue();
-                long moved = round(compacting ? kappa : Integer.MAX_VALUE, rest ? 0 : pacing.minSourceAgeNanos,
-                        rest ? BackgroundPacing.ANY_SOURCE : BackgroundPacing.PASS_SOURCE_USE);
-                pacing.afterRound(rest, compacting, moved);
-            }
-        } finally {
-            roundLock.unlock();
-        }
-    }
+    // ---- rounds on request -------------------------------------------------------------
 
-    /**
-     * One round (caller holds roundLock): drains the limbo, plans at most iota
-     * bytes of moves for classes over {@code goal} (from pages not-full for
-     * {@code minAge} and at most {@code maxSourceUse} percent used), changes
-     * the epoch once, copies and publishes the moves, releases moved-from and
-     * freed blocks. Returns the bytes moved.
-     */
-    private long round(int goal, long minAge, int maxSourceUse) {
-        CompactionRoundEvent event = new CompactionRoundEvent();
-        event.begin();
-        long t0 = System.nanoTime();
-        int[] freed = limboRelease.heads;
-        boolean wanted = epochWanted;
-        epochWanted = false; // before the change: an owner asking after it asks again
-        limbo.drain(freed); // volatile: the pushers' links are visible
-        long planned = goal == Integer.MAX_VALUE ? 0 : evacuation.plan(goal, minAge, maxSourceUse);
-        if (LimboRelease.isEmpty(freed) && evacuation.count() == 0 && !evacuation.hasMovedOut() && !wanted
-                && pendingSlots.isEmpty()) {
-            return 0;
-        }
-        MemoryReleaseEvent release = new MemoryReleaseEvent();
-        boolean reportRelease = !trimming && release.isEnabled();
-        long releasedBefore = reportRelease ? releasedBytes() : 0;
-        release.begin();
-        // nobody reaches the limbo blocks or the blocks to move any more
-        long closeNanos = advanceEpoch(evacuation.count() > 0 ? EpochChangeEvent.COMPACTION : EpochChangeEvent.RECLAIM);
-        evacuation.releaseMovedOut(); // the last round's moved-out slots: their epoch closed just now
-        long moved = evacuation.execute();
-        long reclaimed = limboRelease.release(freed);
-        pendingSlots.release(closedThrough); // given-up pages' slots of the epoch just closed
-        emptied.giveBack(); // the pages this round emptied, in one batch
-        large.giveBackRuns(false);
-        if (reportRelease) {
-            release.end();
-            long released = releasedBytes() - releasedBefore;
-            if (released > 0 && release.shouldCommit()) {
-                release.set(name, MemoryReleaseEvent.ROUND, released, committedBytes());
-                release.commit();
-            }
-        }
-        if (reclaimBatchBytes > 0) {
-            batchBytes = Math.max(reclaimBatchBytes, (source.committedBytes() + large.heldBytes()) / 32);
-        }
-        if (planned > 0) {
-            countIncrement(moved, t0);
-        }
-        event.end();
-        if (event.shouldCommit()) {
-            event.heap = table.tag();
-            event.heapName = name;
-            event.movedBytes = moved;
-            event.reclaimedBytes = reclaimed;
-            event.epochCloseNanos = closeNanos;
-            event.commit();
-        }
-        return moved;
-    }
-
-    /** Counts a round that moved objects, begun at {@code t0} (caller holds roundLock). */
-    private void countIncrement(long moved, long t0) {
-        long t = System.nanoTime() - t0;
-        movedBytes += moved;
-        increments++;
-        totalIncrementNanos += t;
-        maxIncrementNanos = Math.max(maxIncrementNanos, t);
-    }
-
-    /**
-     * Changes the epoch only to release the slots that the last moves left behind (see
-     * {@link Evacuation}), so that a call that compacts returns with its source pages empty
-     * (caller holds roundLock).
-     */
-    private void releaseMovedOut() {
-        if (evacuation.hasMovedOut()) {
-            round(Integer.MAX_VALUE, 0, BackgroundPacing.ANY_SOURCE); // goal MAX_VALUE: plans no moves
-        }
-    }
-
-    // ---- epochs ----------------------------------------------------------------
-
-    /**
-     * Publishes the next epoch, then closes the current one (caller holds roundLock); returns the
-     * close's nanoseconds. {@code reason} is one of {@link EpochChangeEvent}'s.
-     */
-    private long advanceEpoch(String reason) {
-        Epoch old = epoch;
-        Epoch next = new Epoch(old.number + 1);
-        epoch = next;
-        epochNumber = next.number; // volatile, before the universe: see epochNumber
-        universe = next.universe; // volatile: MOVING marks and kills before it are seen by resolves of next
-        EpochChangeEvent event = new EpochChangeEvent();
-        event.begin();
-        long t0 = System.nanoTime();
-        old.close();
-        closedThrough = old.number; // volatile, after the close: deferred slots of this epoch may be reused
-        long t = System.nanoTime() - t0;
-        event.end();
-        if (event.shouldCommit()) {
-            event.heap = name;
-            event.epoch = old.number;
-            event.reason = reason;
-            event.commit();
-        }
-        maxCloseNanos = Math.max(maxCloseNanos, t);
-        epochsClosed++;
-        return t;
-    }
-
-    /** {@return the bytes given back to the OS so far by the page reserve and the large mappings' cache} */
-    private long releasedBytes() {
-        return source.releasedBytes() + large.releasedBytes();
-    }
-
-    // ---- compaction on request -------------------------------------------------
-
-    /**
-     * Reclaims freed blocks and compacts every size class down to at most one
-     * not-full page. Returns the bytes moved.
-     *
-     * <p>Only pages that were not full when the call began (after reclaiming what
-     * was freed before it) are emptied. Under a churn that punches new holes
-     * while the call runs, compacting those too never ends: with every free
-     * making a round find work, the loop chased the mutators, and a call every
-     * 250 ms moved 1.2-2x the live bytes each time (measured on the cache
-     * churn). Holes made during the call are the next call's work, or the
-     * background rounds'.
-     */
+    /** See {@link Rounds#compact}. */
     public long compact() {
         settleOwnedPages();
-        roundLock.lock();
-        try {
-            checkOpen();
-            round(Integer.MAX_VALUE, 0, BackgroundPacing.ANY_SOURCE); // reclaim: holes freed before the call count as old
-            long since = System.nanoTime();
-            long moved = 0;
-            for (int guard = 0; guard < 1_000_000 && !closed; guard++) {
-                long m = round(1, System.nanoTime() - since, BackgroundPacing.ANY_SOURCE); // sources: not full since before `since`
-                moved += m;
-                if (m == 0 || !SizeClassPages.anyOver(classes, 1)) {
-                    break;                         // done, or what is left over the goal is newer
-                }
-            }
-            releaseMovedOut();
-            return moved;
-        } finally {
-            roundLock.unlock();
-        }
+        return rounds.compact();
     }
 
-    /**
-     * Runs a round that reclaims the limbo (moving nothing), then gives the
-     * page reserve and the large segments' free granules back. Returns the drop of the
-     * committed bytes over the call, 0 if concurrent allocations made them grow.
-     */
+    /** See {@link Rounds#trim}. */
     public long trim() {
         settleOwnedPages();
-        roundLock.lock();
-        try {
-            checkOpen();
-            MemoryReleaseEvent event = new MemoryReleaseEvent();
-            event.begin();
-            long before = committedBytes();
-            trimming = true; // this event reports the round's release too
-            try {
-                round(Integer.MAX_VALUE, 0, BackgroundPacing.ANY_SOURCE); // goal MAX_VALUE: plans no moves
-            } finally {
-                trimming = false;
-            }
-            source.drain();
-            large.giveBackRuns(true);
-            long after = committedBytes();
-            long released = Math.max(0, before - after);
-            event.end();
-            if (event.shouldCommit()) {
-                event.set(name, MemoryReleaseEvent.TRIM, released, after);
-                event.commit();
-            }
-            return released;
-        } finally {
-            roundLock.unlock();
-        }
+        return rounds.trim();
+    }
+
+    /** See {@link Rounds#relocate}. */
+    public boolean relocate(long handle) {
+        settleOwnedPages();
+        return rounds.relocate(handle);
     }
 
     /** Bytes the large segments map but do not count as committed: granules never touched or given back (tests). */
     long segmentBytesNotCommitted() {
         return large.segmentBytesNotCommitted();
-    }
-
-    /** Pages out and in the reserve, large objects' mappings and resident runs: what stats() reports as committed. */
-    private long committedBytes() {
-        return source.committedBytes() + large.committedBytes();
-    }
-
-    /**
-     * Moves the object named by {@code handle} to another block of its class
-     * now, in a round of its own. Returns false for a large object (they do not move).
-     */
-    public boolean relocate(long handle) {
-        settleOwnedPages();
-        roundLock.lock();
-        try {
-            checkOpen();
-            int index;
-            try {
-                index = table.liveIndex(handle);
-            } catch (StaleHandleException e) {
-                throw closed ? closedException() : e;
-            }
-            Page src = table.pageOf(index);
-            if (src == null) {
-                return false;
-            }
-            SizeClassPages c = src.sizeClass;
-            CompactionRoundEvent event = new CompactionRoundEvent();
-            event.begin();
-            long t0 = System.nanoTime();
-            c.lock.lock();
-            try {
-                src = table.pageOf(index); // re-read under the lock
-                if (src == null || src.sizeClass != c) {
-                    throw new StaleHandleException(handle); // freed meanwhile, its page emptied or its index reused elsewhere
-                }
-                if (src.ownerPages != null) {
-                    return false; // in a page another thread owns: it moves once that thread gives it up
-                }
-                if (!table.markMoving(index)) {
-                    throw new StaleHandleException(handle);
-                }
-                Page dst = c.fullestOther(src);
-                if (dst == null) {
-                    dst = newPage(c);
-                }
-                src.evacuating = true; // no thread adopts it before the move is done (execute clears it)
-                evacuation.add(index, src, src.slotOf(table.address(index)), dst, dst.take(index));
-            } finally {
-                c.lock.unlock();
-            }
-            long closeNanos = advanceEpoch(EpochChangeEvent.RELOCATE);
-            evacuation.releaseMovedOut();
-            emptied.giveBack();
-            long moved = evacuation.execute();
-            countIncrement(moved, t0);
-            event.end();
-            if (event.shouldCommit()) { // a round of its own: it moves one object and reclaims nothing
-                event.heap = table.tag();
-                event.heapName = name;
-                event.movedBytes = moved;
-                event.epochCloseNanos = closeNanos;
-                event.commit();
-            }
-            if (kappa != Integer.MAX_VALUE) {
-                roundsUntil(kappa);
-            }
-            releaseMovedOut();
-            return true;
-        } finally {
-            roundLock.unlock();
-        }
     }
 
     // ---- statistics ---------------------------------------------------------------
@@ -1092,38 +688,16 @@ public final class CompactFitHeap {
      * releasing it: a round may give a range back meanwhile, which then counts 0.
      */
     public long residentBytes() {
-        MemoryRanges ranges = new MemoryRanges();
-        roundLock.lock();
+        MemoryRanges ranges;
+        rounds.lock.lock();
         try {
             checkOpen();
             if (!OsMemory.residencyKnown()) {
-                return committedBytes();
+                return rounds.committedBytes();
             }
-            for (SizeClassPages c : classes) {
-                c.lock.lock();
-                try {
-                    for (int i = 0, n = c.pageCount(); i < n; i++) {
-                        ranges.add(c.pageAt(i).base, pageSize);
-                    }
-                } finally {
-                    c.lock.unlock();
-                }
-            }
-            source.addRanges(ranges);
-            large.addSegmentRanges(ranges);
-            // large objects: live, or freed and waiting in the limbo (mapped until a round releases them)
-            for (int s = 0; s < Limbo.STRIPES; s++) {
-                for (int i = limbo.peek(s); i != HandleTable.NO_INDEX; i = table.link(i)) {
-                    large.addIfLarge(i, ranges);
-                }
-            }
-            for (int i = 1, n = table.capacity(); i < n; i++) {
-                if (HandleTable.isLive(table.stateAcquire(i))) {
-                    large.addIfLarge(i, ranges);
-                }
-            }
+            ranges = census.ranges();
         } finally {
-            roundLock.unlock();
+            rounds.lock.unlock();
         }
         return ranges.residentBytes();
     }
@@ -1134,72 +708,18 @@ public final class CompactFitHeap {
      */
     public CompactingHeapStats stats() {
         boolean pushed = settleOwnedPages();
-        roundLock.lock();
+        rounds.lock.lock();
         try {
             checkOpen();
-            if (pushed && compactor != null) {
-                round(Integer.MAX_VALUE, 0, BackgroundPacing.ANY_SOURCE); // reclaim what the owned pages held, as their frees would have been
+            if (pushed && rounds.hasCompactor()) {
+                rounds.reclaim(); // reclaim what the owned pages held, as their frees would have been
             }
             synchronized (ownership) { // no terminated thread's pages half given up while we count (PageOwnership#adoptDeadThreads)
-                return countStats();
+                return census.count(rounds, epochs);
             }
         } finally {
-            roundLock.unlock();
+            rounds.lock.unlock();
         }
-    }
-
-    /** The statistics' count (caller holds roundLock and the ownership's monitor). */
-    private CompactingHeapStats countStats() {
-        long pendingObjects = 0, pendingBytes = 0, pendingLarge = 0;
-        for (int s = 0; s < Limbo.STRIPES; s++) {
-            for (int i = limbo.peek(s); i != HandleTable.NO_INDEX; i = table.link(i)) {
-                pendingObjects++;
-                pendingBytes += HandleTable.size(table.stateAcquire(i));
-                if (table.pageOf(i) == null) {
-                    pendingLarge++;
-                }
-            }
-        }
-        int[] notFull = new int[sizes.count()];
-        long blockBytes = 0, pages = 0, frag = 0, objects = 0, bytes = 0;
-        for (SizeClassPages c : classes) {
-            c.lock.lock();
-            try {
-                blockBytes += c.liveBlocks * c.blockSize;
-                pages += c.pageCount();
-                frag += c.fragmentationBytes();
-                notFull[c.sizeClass] += c.notFullCount();
-                objects += c.allocated - c.released;
-                bytes += c.allocatedBytes - c.releasedBytes;
-            } finally {
-                c.lock.unlock();
-            }
-        }
-        long[] owned = new long[7];
-        ownership.addCounters(owned);
-        long[] waiting = new long[2];
-        pendingSlots.addCounters(waiting);
-        pendingObjects += waiting[0];
-        pendingBytes += waiting[1];
-        objects += owned[0] - owned[2];
-        bytes += owned[1] - owned[3];
-        pendingObjects += owned[4];
-        pendingBytes += owned[5];
-        blockBytes += owned[6];
-        long largeObjects, largeBytes = large.heldBytes();
-        large.lock.lock();
-        try {
-            largeObjects = large.allocated - large.released;
-            objects += largeObjects;
-            bytes += large.allocatedBytes - large.releasedBytes;
-        } finally {
-            large.lock.unlock();
-        }
-        return new CompactingHeapStats(bytes - pendingBytes, objects - pendingObjects, blockBytes + largeBytes,
-                source.committedBytes() + large.committedBytes(), pages, largeObjects - pendingLarge, largeBytes,
-                notFull, frag,
-                pendingBytes, movedBytes, increments, epochsClosed, maxIncrementNanos, totalIncrementNanos,
-                maxCloseNanos);
     }
 
     // ---- close ------------------------------------------------------------------------
@@ -1209,29 +729,15 @@ public final class CompactFitHeap {
      * {@link IllegalStateException}. Idempotent.
      */
     public void close() {
-        Compactor k = compactor;
-        if (k != null) {
-            k.stop(); // outside roundLock: the compactor may be waiting for it
-        }
-        roundLock.lock();
+        rounds.stopCompactor(); // outside the round lock: the compactor may be waiting for it
+        rounds.lock.lock();
         large.lock.lock();
         for (SizeClassPages c : classes) {
             c.lock.lock();
         }
         try {
-            if (closed) {
+            if (!epochs.closeForGood(rounds.heapName)) { // every access in progress finishes; every later one throws
                 return;
-            }
-            closed = true;
-            EpochChangeEvent event = new EpochChangeEvent();
-            event.begin();
-            epoch.close(); // every access in progress finishes; every later one throws
-            event.end();
-            if (event.shouldCommit()) {
-                event.heap = name;
-                event.epoch = epoch.number;
-                event.reason = EpochChangeEvent.CLOSE;
-                event.commit();
             }
             // large objects: live, or freed and not yet released (in limbo)
             int[] heads = new int[Limbo.STRIPES];
@@ -1261,17 +767,13 @@ public final class CompactFitHeap {
                 c.lock.unlock();
             }
             large.lock.unlock();
-            roundLock.unlock();
+            rounds.lock.unlock();
         }
     }
 
     void checkOpen() {
-        if (closed) {
-            throw closedException();
+        if (epochs.closed) {
+            throw Epochs.closedException();
         }
-    }
-
-    private static IllegalStateException closedException() {
-        return new IllegalStateException("compacting heap is closed");
     }
 }

@@ -80,7 +80,7 @@ final class Compactor implements Runnable {
                     return;
                 }
                 // a round failed (the OS refused memory, say): frees still reclaim by themselves
-                // once the limbo grows (CompactFitHeap.reclaimPressure); try again after a pause
+                // once the limbo grows (Rounds.reclaimPressure); try again after a pause
                 System.getLogger(Compactor.class.getName()).log(System.Logger.Level.WARNING,
                         "compaction round failed; retrying", e);
                 LockSupport.parkNanos(this, IDLE_MILLIS * 1_000_000L);

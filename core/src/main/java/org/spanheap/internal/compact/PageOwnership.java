@@ -53,7 +53,8 @@ import java.util.ArrayList;
  */
 final class PageOwnership {
 
-    private final CompactFitHeap heap;
+    private final Rounds rounds;
+    private final Epochs epochs;
     private final HandleTable table;
     private final PageReserve source;
     private final Limbo limbo;
@@ -78,9 +79,10 @@ final class PageOwnership {
     private final ArrayList<ThreadPages> records = new ArrayList<>();
     private long endedAllocated, endedAllocatedBytes, endedReleased, endedReleasedBytes;
 
-    PageOwnership(CompactFitHeap heap, HandleTable table, PageReserve source, Limbo limbo, PendingSlots pendingSlots,
+    PageOwnership(Rounds rounds, Epochs epochs, HandleTable table, PageReserve source, Limbo limbo, PendingSlots pendingSlots,
             SizeClassPages[] lanes, int[] firstLane, boolean[] owned) {
-        this.heap = heap;
+        this.rounds = rounds;
+        this.epochs = epochs;
         this.table = table;
         this.source = source;
         this.limbo = limbo;
@@ -163,11 +165,11 @@ final class PageOwnership {
                 deferred = Math.max(deferred, w.deferred.count());
             }
             if (deferred >= p.sizeClass.blocksPerPage >>> 3) {
-                heap.requestEpochChange();
+                rounds.requestEpochChange();
             }
             if (w != null) {
                 t.waiting[cls] = null;
-                heap.limboPushed(giveUp(w));
+                rounds.limboPushed(giveUp(w));
             }
             t.pages[cls] = null;
             t.waiting[cls] = p;
@@ -183,7 +185,7 @@ final class PageOwnership {
     void deferFree(ThreadPages t, Page p, int index, long before) {
         int slot = p.slotOf(table.address(index)); // an owned page's entries never move
         reuseIndex(t, p.sizeClass.sizeClass, index, HandleTable.killExhausts(before));
-        p.deferred.add(p, slot, slot, 1, HandleTable.size(before), heap.epochNumber()); // read after the kill: see DeferredSlots
+        p.deferred.add(p, slot, slot, 1, HandleTable.size(before), epochs.number); // read after the kill: see DeferredSlots
     }
 
     private void reuseIndex(ThreadPages t, int cls, int index, boolean exhausted) {
@@ -203,7 +205,7 @@ final class PageOwnership {
         DeferredSlots d = p.deferred;
         int remote = p.remoteFree.takeAll();
         if (remote != HandleTable.NO_INDEX) {
-            long epoch = heap.epochNumber(); // after the take: after every push in the chain
+            long epoch = epochs.number; // after the take: after every push in the chain
             int n = 0, head = Page.DEFERRED_END, tail = Page.DEFERRED_END;
             long bytes = 0;
             for (int i = remote; i != HandleTable.NO_INDEX;) {
@@ -223,7 +225,7 @@ final class PageOwnership {
             }
             d.add(p, head, tail, n, bytes, epoch);
         }
-        int n = d.releaseReusable(p, heap.closedThrough());
+        int n = d.releaseReusable(p, epochs.closedThrough);
         if (n > 0) {
             t.released += n;
             t.releasedBytes += d.takenBytes();
@@ -241,11 +243,12 @@ final class PageOwnership {
         Page p;
         c.lock.lock();
         try {
-            heap.checkOpen();
+            if (epochs.closed) {
+                throw Epochs.closedException();
+            }
             p = c.adoptable();
             if (p == null) {
-                p = new Page(source.allocatePage(), c);
-                c.addPage(p);
+                p = c.newPage(source);
             } else {
                 c.detach(p);
             }
@@ -306,7 +309,7 @@ final class PageOwnership {
         boolean empty = false;
         c.lock.lock();
         try {
-            if (heap.isClosed()) { // close() holds every lane lock: under this one the answer is final
+            if (epochs.closed) { // close() holds every lane lock: under this one the answer is final
                 p.ownerPages = null; // its pages and entries are gone with the heap
                 return 0;
             }
@@ -396,7 +399,7 @@ final class PageOwnership {
             }
         }
         if (any) {
-            heap.limboPushed(pending); // outside the monitor: it may wait for the round lock
+            rounds.limboPushed(pending); // outside the monitor: it may wait for the round lock
         }
         return any;
     }

@@ -143,6 +143,13 @@ final class SizeClassPages {
         current = p;
     }
 
+    /** A new page of this lane from {@code source}, listed here (caller holds the lock). */
+    Page newPage(PageReserve source) {
+        Page p = new Page(source.allocatePage(), this);
+        addPage(p);
+        return p;
+    }
+
     void addPage(Page p) {
         pageIds.register(p);
         if (pageCount == all.length) {
