@@ -460,9 +460,12 @@ public final class CompactingHeap implements AutoCloseable {
     /**
      * {@return the bytes of the heap's memory that are in RAM now}: of its pages, its kept
      * pages and large mappings, and its large objects, asked of the OS page by page
-     * ({@code mincore}). At most {@link CompactingHeapStats#committedBytes()} and usually less:
-     * a page's or a large object's memory that was never written takes none. Where the OS
-     * cannot say (outside Linux) it is the committed bytes.
+     * ({@code mincore}). Usually less than {@link CompactingHeapStats#committedBytes()}: a
+     * page's or a large object's memory that was never written takes none. It may be more by
+     * the large runs given back lazily ({@code MADV_FREE}) whose memory the OS has not taken yet:
+     * they are not committed, but their pages are still in RAM until the OS needs them or the
+     * heap releases them for good 100 ms later. Where the OS cannot say (outside Linux) it is
+     * the committed bytes.
      *
      * <p>Not part of {@link #stats()} because of its cost: it collects the address ranges
      * under the round lock (a walk of the handle table: no reclaim or compaction round runs

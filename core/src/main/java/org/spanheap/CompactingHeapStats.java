@@ -10,7 +10,8 @@ package org.spanheap;
  * @param blockBytes bytes of the blocks and mappings holding live objects and
  *        freed objects not yet reclaimed, at least {@code liveBytes}
  * @param committedBytes bytes the heap holds from the OS: its pages plus the
- *        mappings of large objects
+ *        mappings of large objects and the resident runs of its large segments (not
+ *        the runs given back lazily, which the OS may take at any moment)
  * @param pages pages the heap holds
  * @param largeObjects live objects too large for a size class, mapped one by one
  * @param largeBytes bytes mapped for large objects (live or not yet reclaimed)

@@ -631,6 +631,9 @@ public final class CompactFitHeap {
     boolean backgroundTick(boolean idle) {
         if (idle) {
             ownership.adoptDeadThreads();
+            if (large.lazyRunsDue()) {
+                rounds.purgeLazyRuns(); // no round needed: lazy granules are free, nobody reaches them
+            }
         }
         if (hasWork(idle)) {
             rounds.backgroundRound();

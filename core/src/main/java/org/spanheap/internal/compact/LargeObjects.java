@@ -139,12 +139,16 @@ final class LargeObjects {
      * the heap's pages and large objects (at least {@link #FREE_RUNS_FLOOR}), down to half of
      * that, and only granules free for {@link #FREE_RUN_DECAY_NANOS}: a churn that frees and
      * takes runs all the time then pays no {@code madvise} and no page faults after it. Over
-     * twice the mark, younger granules go too, down to the mark.
-     * {@return the bytes given back} Round thread, or a trim ({@code all}: every free granule).
+     * twice the mark, younger granules go too, down to the mark. Both go lazily (see
+     * {@link LargeSegments}), and those still lazy after {@link LargeSegments#LAZY_PURGE_NANOS}
+     * go for good. {@return the bytes given back} Round thread, or a trim ({@code all}: every
+     * free granule, at once).
      */
     long giveBackRuns(boolean all) {
+        long now = System.nanoTime();
+        boolean purge = segments.purgeDue(now);
         long high = Math.max(FREE_RUNS_FLOOR, (pages.committedBytes() + heldBytes()) / 16);
-        if (!all && segments.residentBytes() - segments.usedBytes() <= high) {
+        if (!all && !purge && segments.residentBytes() - segments.usedBytes() <= high) {
             return 0; // racy reads: a hint, the next round looks again
         }
         lock.lock();
@@ -152,11 +156,29 @@ final class LargeObjects {
             if (all) {
                 return segments.giveBack(0);
             }
-            long given = segments.giveBack(high / 2, FREE_RUN_DECAY_NANOS, System.nanoTime());
+            if (purge) {
+                segments.purgeLazy(now - LargeSegments.LAZY_PURGE_NANOS); // counted as given back when they went lazy
+            }
+            long given = segments.giveBack(high / 2, FREE_RUN_DECAY_NANOS, now);
             if (segments.residentBytes() - segments.usedBytes() > 2 * high) {
-                given += segments.giveBack(high); // a burst of frees: over twice the mark, young granules go too
+                given += segments.giveBack(high, 0, now); // a burst of frees: over twice the mark, young granules go too
             }
             return given;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@return whether lazy granules wait for their purge} A racy hint for the background thread's idle tick. */
+    boolean lazyRunsDue() {
+        return segments.purgeDue(System.nanoTime());
+    }
+
+    /** Releases for good the lazy granules given back over {@link LargeSegments#LAZY_PURGE_NANOS} ago (caller holds the round lock). */
+    void purgeLazyRuns() {
+        lock.lock();
+        try {
+            segments.purgeLazy(System.nanoTime() - LargeSegments.LAZY_PURGE_NANOS);
         } finally {
             lock.unlock();
         }

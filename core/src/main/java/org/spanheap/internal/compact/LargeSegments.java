@@ -10,19 +10,27 @@ import org.spanheap.SpanHeapOutOfMemoryError;
  * and flushes the TLB of every core that runs one of its threads. A run reused here costs none
  * of them: this is how malloc serves its medium blocks.
  *
- * <p>Each segment has two bitmaps: {@code used} (granules of live or not yet released objects)
- * and {@code resident} (granules that may hold memory and non-zero bytes: touched since the
- * segment was mapped or since they were last given back) and, per granule, when it was
- * last freed. Allocation is first fit over the
- * runs whose granules are all resident, then over all free runs: a run reused costs no page
- * fault, and the low granules fill first. Free resident granules stay committed until
- * {@link #giveBack} returns the excess that has been free for a while to the OS, whole 2 MiB
- * chunks first (a chunk is a huge
- * page where the OS backs the segment with them, and a whole chunk given back does not split
- * one). One wholly empty segment is kept; a second one is unmapped.
+ * <p>Each segment has three bitmaps: {@code used} (granules of live or not yet released
+ * objects), {@code resident} (granules that may hold memory and non-zero bytes: touched since
+ * the segment was mapped or since they were last given back) and {@code lazy} (free granules
+ * given back lazily, {@link OsMemory#releaseLazily}: the OS takes their memory only when it
+ * needs it, so until then they hold it and their bytes are undefined), and, per granule, when
+ * it was last freed or given back lazily. Allocation is first fit over the runs whose granules
+ * are all resident, then over those all resident or lazy, then over all free runs: a run
+ * reused costs no page fault, and the low granules fill first. Free resident granules stay
+ * committed until {@link #giveBack} returns the excess that has been free for a while, whole
+ * 2 MiB chunks first (a chunk is a huge page where the OS backs the segment with them, and a
+ * whole chunk given back does not split one); it gives them back lazily, and
+ * {@link #purgeLazy} releases for good those still lazy after {@link #LAZY_PURGE_NANOS}. One
+ * wholly empty segment is kept; a second one is unmapped.
  *
- * <p>Not thread-safe: every method runs under {@link LargeObjects#lock}. The byte counters are
- * volatile for racy readers (statistics, pacing).
+ * <p>Why lazily: under a churn of large values the excess given back is taken again within
+ * milliseconds, and a run given back with {@code MADV_DONTNEED} costs a page fault per 4 KiB
+ * when it is (on the cache churn, 88% of the heap's faults were such runs:
+ * docs/decisions.md). A lazy granule reused costs none while the OS has not needed its memory.
+ *
+ * <p>Not thread-safe: every method but {@link #purgeDue} (a racy hint) runs under
+ * {@link LargeObjects#lock}. The byte counters are volatile for racy readers (statistics, pacing).
  */
 final class LargeSegments {
 
@@ -40,7 +48,8 @@ final class LargeSegments {
         final long base;
         final long[] used = new long[WORDS];
         final long[] resident = new long[WORDS];
-        /** {@code System.nanoTime()} when each granule was last freed (meaningful while free and resident). */
+        final long[] lazy = new long[WORDS];
+        /** {@code System.nanoTime()} when each granule was last freed, or given back lazily (meaningful while free). */
         final long[] freedAt = new long[GRANULES];
         int usedGranules;
 
@@ -55,6 +64,10 @@ final class LargeSegments {
         boolean isResident(int g) {
             return (resident[g >>> 6] & 1L << g) != 0;
         }
+
+        boolean isLazy(int g) {
+            return (lazy[g >>> 6] & 1L << g) != 0;
+        }
     }
 
     private Segment[] segments = new Segment[0];
@@ -64,6 +77,17 @@ final class LargeSegments {
     private volatile long residentBytes;
     /** Bytes given back to the OS so far (madvised or unmapped): a counter that only grows. */
     private volatile long releasedBytes;
+    /** Bytes of lazy granules: given back, but held until the OS needs them or a purge. */
+    private volatile long lazyBytes;
+    /** When the oldest lazy granule becomes due for {@link #purgeLazy} ({@code System.nanoTime()}); meaningful while {@link #lazyBytes} is above 0. */
+    private volatile long purgeDueAt;
+
+    /**
+     * How long a granule stays lazy before {@link #purgeLazy} releases it for good: 100 ms. On
+     * the cache churn the lazy granules taken again are taken within that time (1 s saved few
+     * more page faults and held about twice the memory: docs/decisions.md).
+     */
+    static final long LAZY_PURGE_NANOS = 100_000_000L;
 
     /** {@return whether an object of {@code size} bytes goes in a segment} */
     static boolean fits(long size) {
@@ -86,6 +110,10 @@ final class LargeSegments {
         return releasedBytes;
     }
 
+    long lazyBytes() {
+        return lazyBytes;
+    }
+
     /** Bytes of address space the segments map, resident or not. */
     long mappedBytes() {
         return (long) segments.length * SEGMENT;
@@ -105,10 +133,10 @@ final class LargeSegments {
      */
     long take(long size) {
         int n = granules(size);
-        for (int pass = 0; pass < 2; pass++) { // resident runs first: no page faults
+        for (int pass = 0; pass < 3; pass++) { // resident runs first, then lazy ones: no page faults
             for (Segment s : segments) {
                 if (GRANULES - s.usedGranules >= n) {
-                    int at = firstFreeRun(s, n, pass == 0);
+                    int at = firstFreeRun(s, n, pass);
                     if (at >= 0) {
                         return mark(s, at, n);
                     }
@@ -122,11 +150,14 @@ final class LargeSegments {
         return mark(s, 0, n);
     }
 
-    /** The first run of {@code n} free granules of {@code s}, all of them resident if {@code resident}; -1 if none. */
-    private static int firstFreeRun(Segment s, int n, boolean resident) {
+    /**
+     * The first run of {@code n} free granules of {@code s}: with {@code pass} 0 all of them
+     * resident, with 1 each resident or lazy, with 2 any; -1 if none.
+     */
+    private static int firstFreeRun(Segment s, int n, int pass) {
         int run = 0;
         for (int g = 0; g < GRANULES; g++) {
-            if (s.isUsed(g) || resident && !s.isResident(g)) {
+            if (s.isUsed(g) || pass == 0 && !s.isResident(g) || pass == 1 && !s.isResident(g) && !s.isLazy(g)) {
                 run = 0;
             } else if (++run == n) {
                 return g - n + 1;
@@ -137,12 +168,17 @@ final class LargeSegments {
 
     private long mark(Segment s, int at, int n) {
         boolean dirty = false;
-        int fresh = 0;
+        int fresh = 0, lazyTaken = 0;
         for (int g = at; g < at + n; g++) {
             s.used[g >>> 6] |= 1L << g;
             if (s.isResident(g)) {
                 dirty = true;
             } else {
+                if (s.isLazy(g)) {
+                    s.lazy[g >>> 6] &= ~(1L << g);
+                    lazyTaken++;
+                    dirty = true; // its old bytes, or zero if the OS took its memory
+                }
                 s.resident[g >>> 6] |= 1L << g;
                 fresh++;
             }
@@ -150,6 +186,7 @@ final class LargeSegments {
         s.usedGranules += n;
         usedBytes += (long) n << GRANULE_SHIFT;
         residentBytes += (long) fresh << GRANULE_SHIFT;
+        lazyBytes -= (long) lazyTaken << GRANULE_SHIFT;
         long address = s.base + ((long) at << GRANULE_SHIFT);
         return dirty ? address | 1 : address;
     }
@@ -193,12 +230,14 @@ final class LargeSegments {
 
     private void unmap(int i) {
         Segment s = segments[i];
-        long resident = 0;
-        for (long w : s.resident) {
-            resident += Long.bitCount(w);
+        long resident = 0, lazy = 0;
+        for (int w = 0; w < WORDS; w++) {
+            resident += Long.bitCount(s.resident[w]);
+            lazy += Long.bitCount(s.lazy[w]);
         }
         OsMemory.unmap(s.base, SEGMENT);
         residentBytes -= resident << GRANULE_SHIFT;
+        lazyBytes -= lazy << GRANULE_SHIFT;
         releasedBytes += resident << GRANULE_SHIFT;
         Segment[] rest = new Segment[segments.length - 1];
         System.arraycopy(segments, 0, rest, 0, i);
@@ -206,9 +245,17 @@ final class LargeSegments {
         segments = rest;
     }
 
-    /** {@link #giveBack(long, long, long)} of every free resident granule, however recently freed. */
+    /**
+     * Gives free resident granules back until at most {@code keepBytes} of them are left,
+     * however recently freed, at once ({@code MADV_DONTNEED}); with {@code keepBytes} 0 the lazy
+     * ones too (a trim: the memory leaves the process now). {@return the bytes given back}
+     */
     long giveBack(long keepBytes) {
-        return giveBack(keepBytes, 0, System.nanoTime());
+        long given = giveBack(keepBytes, 0, System.nanoTime(), false);
+        if (keepBytes == 0) {
+            purgeLazy(Long.MAX_VALUE);
+        }
+        return given;
     }
 
     /**
@@ -216,16 +263,21 @@ final class LargeSegments {
      * left, only granules free for at least {@code minAgeNanos} at {@code now}: a churn takes
      * its runs again within moments, and a granule given back and taken again costs a page
      * fault per 4 KiB. Wholly free 2 MiB chunks first, then free runs of granules, both from
-     * the top of the last segment down, since first fit takes the low granules first.
+     * the top of the last segment down, since first fit takes the low granules first. They go
+     * lazily where the OS allows it (they become lazy: see the class comment).
      * {@return the bytes given back}
      */
     long giveBack(long keepBytes, long minAgeNanos, long now) {
+        return giveBack(keepBytes, minAgeNanos, now, true);
+    }
+
+    private long giveBack(long keepBytes, long minAgeNanos, long now, boolean lazily) {
         long before = residentBytes;
         for (int i = segments.length - 1; i >= 0; i--) {
             Segment s = segments[i];
             for (int c = GRANULES - CHUNK_GRANULES; c >= 0 && residentBytes - usedBytes > keepBytes; c -= CHUNK_GRANULES) {
                 if (chunkFree(s, c) && chunkResident(s, c) > 0 && idleSince(s, c, CHUNK_GRANULES, now - minAgeNanos)) {
-                    release(s, c, CHUNK_GRANULES);
+                    release(s, c, CHUNK_GRANULES, lazily, now);
                 }
             }
         }
@@ -237,7 +289,7 @@ final class LargeSegments {
                     while (start > 0 && idleGranule(s, start - 1, now - minAgeNanos)) {
                         start--;
                     }
-                    release(s, start, g - start + 1);
+                    release(s, start, g - start + 1, lazily, now);
                     g = start;
                 }
             }
@@ -267,25 +319,95 @@ final class LargeSegments {
         return Long.bitCount(s.resident[c >>> 6] >>> (c & 63) & 0xFFFF_FFFFL);
     }
 
-    /** Gives granules {@code [at, at + n)} of {@code s} (none used) back to the OS. */
-    private void release(Segment s, int at, int n) {
-        int resident = 0;
+    /**
+     * Gives granules {@code [at, at + n)} of {@code s} (none used) back to the OS: lazily (they
+     * become lazy, given back at {@code now}) if {@code lazily} and the OS takes it, else at once
+     * (lazy ones among them too).
+     */
+    private void release(Segment s, int at, int n, boolean lazily, long now) {
+        long address = s.base + ((long) at << GRANULE_SHIFT), bytes = (long) n << GRANULE_SHIFT;
+        boolean lazy;
+        if (lazily) {
+            lazy = OsMemory.releaseLazily(address, bytes);
+        } else {
+            OsMemory.release(address, bytes);
+            lazy = false;
+        }
+        int resident = 0, lazyDelta = 0;
         for (int g = at; g < at + n; g++) {
             if (s.isResident(g)) {
                 resident++;
                 s.resident[g >>> 6] &= ~(1L << g);
+                if (lazy) { // it held memory: now the OS may take it
+                    s.lazy[g >>> 6] |= 1L << g;
+                    s.freedAt[g] = now;
+                    lazyDelta++;
+                }
+            } else if (!lazy && s.isLazy(g)) { // released at once now
+                s.lazy[g >>> 6] &= ~(1L << g);
+                lazyDelta--;
             }
         }
-        OsMemory.release(s.base + ((long) at << GRANULE_SHIFT), (long) n << GRANULE_SHIFT);
+        if (lazyDelta > 0 && lazyBytes == 0) {
+            purgeDueAt = now + LAZY_PURGE_NANOS;
+        }
         residentBytes -= (long) resident << GRANULE_SHIFT;
         releasedBytes += (long) resident << GRANULE_SHIFT;
+        lazyBytes += (long) lazyDelta << GRANULE_SHIFT;
     }
 
-    /** Adds the segments' resident granules to {@code ranges} (to ask the OS which pages are in RAM). */
+    /** {@return whether a lazy granule has been lazy for {@link #LAZY_PURGE_NANOS} at {@code now}} A racy hint. */
+    boolean purgeDue(long now) {
+        return lazyBytes > 0 && now - purgeDueAt >= 0;
+    }
+
+    /**
+     * Releases for good ({@code MADV_DONTNEED}) the lazy granules given back at or before
+     * {@code givenBefore}, so that memory the heap no longer wants leaves the process even when
+     * the OS has not needed it. {@return the bytes released}
+     */
+    long purgeLazy(long givenBefore) {
+        long before = lazyBytes;
+        boolean left = false;
+        long oldestLeft = 0;
+        for (Segment s : segments) {
+            for (int g = 0; g < GRANULES; g++) {
+                if (!s.isLazy(g)) {
+                    continue;
+                }
+                if (givenBefore != Long.MAX_VALUE && s.freedAt[g] - givenBefore > 0) {
+                    if (!left || s.freedAt[g] - oldestLeft < 0) { // nanoTime: compared by difference
+                        oldestLeft = s.freedAt[g];
+                        left = true;
+                    }
+                    continue;
+                }
+                int start = g;
+                while (g + 1 < GRANULES && s.isLazy(g + 1)
+                        && (givenBefore == Long.MAX_VALUE || s.freedAt[g + 1] - givenBefore <= 0)) {
+                    g++;
+                }
+                OsMemory.release(s.base + ((long) start << GRANULE_SHIFT), (long) (g - start + 1) << GRANULE_SHIFT);
+                for (int k = start; k <= g; k++) {
+                    s.lazy[k >>> 6] &= ~(1L << k);
+                }
+                lazyBytes -= (long) (g - start + 1) << GRANULE_SHIFT;
+            }
+        }
+        if (left) {
+            purgeDueAt = oldestLeft + LAZY_PURGE_NANOS;
+        }
+        return before - lazyBytes;
+    }
+
+    /**
+     * Adds the segments' resident and lazy granules to {@code ranges} (to ask the OS which pages
+     * are in RAM: a lazy granule's are until the OS needs them).
+     */
     void addRanges(MemoryRanges ranges) {
         for (Segment s : segments) {
             for (int g = 0; g < GRANULES; g++) {
-                if (s.isResident(g)) {
+                if (s.isResident(g) || s.isLazy(g)) {
                     ranges.add(s.base + ((long) g << GRANULE_SHIFT), GRANULE);
                 }
             }

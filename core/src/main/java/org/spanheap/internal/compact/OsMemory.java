@@ -18,7 +18,8 @@ import org.spanheap.internal.Zeroing;
  * libc: {@code mmap} and {@code munmap} for pages mapped one by one, large
  * segments and the largest objects, and {@code madvise(MADV_DONTNEED)} to give
  * the memory of an emptied page or of free granules of a large segment back
- * while its address range stays mapped.
+ * while its address range stays mapped ({@code MADV_FREE} to give it back
+ * lazily: {@link #releaseLazily}).
  *
  * <p>These are Linux's calls (the flag values are Linux's): on Linux with any C
  * runtime, {@link #MAPS} is true. Elsewhere (macOS, Windows, or a C runtime
@@ -38,6 +39,9 @@ final class OsMemory {
     private static final int PROT_READ_WRITE = 0x1 | 0x2;
     private static final int MAP_PRIVATE_ANONYMOUS = 0x02 | 0x20;
     private static final int MADV_DONTNEED = 4;
+    private static final int MADV_FREE = 8;
+    /** Cleared when the OS refuses {@code MADV_FREE} (Linux before 4.5): {@link #releaseLazily} then releases at once. */
+    private static volatile boolean lazyFree = true;
 
     private static final MethodHandle MMAP;
     private static final MethodHandle MUNMAP;
@@ -214,6 +218,31 @@ final class OsMemory {
         } catch (Throwable t) {
             throw new AssertionError(t);
         }
+    }
+
+    /**
+     * Lets the OS take back the memory of {@code [address, address + bytes)} when it needs it
+     * ({@code MADV_FREE}): until then the pages stay mapped, and a write to one reuses it without
+     * a page fault. Its bytes are undefined afterwards (their old values, or zero). {@return
+     * whether the release is lazy} false where the OS refuses it, and the memory was released at
+     * once ({@link #release}) instead.
+     */
+    static boolean releaseLazily(long address, long bytes) {
+        if (!MAPS) {
+            return false;
+        }
+        if (lazyFree) {
+            try {
+                if ((int) MADVISE.invokeExact(address, bytes, MADV_FREE) == 0) {
+                    return true;
+                }
+            } catch (Throwable t) {
+                throw new AssertionError(t);
+            }
+            lazyFree = false; // EINVAL: a kernel without it; every later release is immediate
+        }
+        release(address, bytes);
+        return false;
     }
 
     /** A segment over the whole address space with no scope of its own, for copies between known blocks. */

@@ -292,7 +292,19 @@ final class Rounds {
         }
     }
 
-    /** A round that reclaims the limbo and moves nothing (caller holds the lock). */
+    /** Releases for good the large segments' granules given back lazily a while ago (see {@link LargeSegments}). */
+    void purgeLazyRuns() {
+        lock.lock(); // only holders of this lock give memory back (see CompactFitHeap#residentBytes)
+        try {
+            if (!epochs.closed) {
+                large.purgeLazyRuns();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+        /** A round that reclaims the limbo and moves nothing (caller holds the lock). */
     void reclaim() {
         round(Integer.MAX_VALUE, 0, BackgroundPacing.ANY_SOURCE);
     }

@@ -11,8 +11,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The runs of large segments: first fit, reuse of freed granules (dirty, so zeroed by the
- * heap), the bound on free resident granules, whole chunks given back first, and one empty
- * segment kept. Driven directly (the caller's lock is not needed on one thread).
+ * heap), the bound on free resident granules, whole chunks given back first, granules given
+ * back lazily and purged, and one empty segment kept. Driven directly (the caller's lock is
+ * not needed on one thread).
  */
 class LargeSegmentsTest {
 
@@ -102,6 +103,69 @@ class LargeSegmentsTest {
             assertEquals(4 * G, s.residentBytes(), "the recently freed run stays resident");
             assertEquals(4 * G, s.giveBack(0, 0, now), "with no minimum age, the rest too");
             assertEquals(0, s.residentBytes());
+        } finally {
+            s.unmapAll();
+        }
+    }
+
+    @Test
+    void granulesGivenBackByAgeGoLazilyAndAreTakenBeforeUntouchedOnes() {
+        LargeSegments s = new LargeSegments();
+        try {
+            long a = s.take(4 * G);
+            long b = s.take(4 * G); // stays used
+            MemorySegment run = OsMemory.RAW.asSlice(a, 4 * G);
+            run.fill((byte) 7);
+            s.give(a, 4 * G);
+            long now = System.nanoTime();
+            assertEquals(4 * G, s.giveBack(0, 0, now), "given back: no longer committed");
+            assertEquals(4 * G, s.residentBytes(), "only the used run is resident");
+            assertEquals(4 * G, s.releasedBytes());
+            if (!OsMemory.MAPS) {
+                assertEquals(0, s.lazyBytes(), "without the Linux calls nothing is lazy");
+                return;
+            }
+            assertEquals(4 * G, s.lazyBytes(), "MADV_FREE: held until the OS needs it");
+            long again = s.take(2 * G);
+            assertEquals(a | 1, again, "the lazy run before the untouched granules after b, and dirty");
+            assertEquals(2 * G, s.lazyBytes());
+            assertEquals(6 * G, s.residentBytes(), "committed again once taken");
+            assertNotEquals(b, again & ~1L);
+        } finally {
+            s.unmapAll();
+        }
+    }
+
+    @Test
+    void lazyGranulesArePurgedOnceOldEnoughAndByATrim() throws InterruptedException {
+        LargeSegments s = new LargeSegments();
+        try {
+            long old = s.take(2 * G);
+            long recent = s.take(2 * G);
+            long kept = s.take(G);
+            s.give(old, 2 * G);
+            assertEquals(2 * G, s.giveBack(0, 0, System.nanoTime()));
+            long cut = System.nanoTime();
+            Thread.sleep(2);
+            s.give(recent, 2 * G);
+            assertEquals(2 * G, s.giveBack(0, 0, System.nanoTime()));
+            if (!OsMemory.MAPS) {
+                return; // released at once (nothing lazy): the rest is Linux's
+            }
+            assertEquals(4 * G, s.lazyBytes());
+            assertTrue(s.purgeDue(cut + LargeSegments.LAZY_PURGE_NANOS), "the older run is due then");
+            assertEquals(2 * G, s.purgeLazy(cut), "only the run given back before the cut");
+            assertEquals(2 * G, s.lazyBytes());
+            assertEquals(4 * G, s.releasedBytes(), "a purge releases nothing more than was counted");
+            assertEquals(recent | 1, s.take(2 * G), "the lazy run before the purged one, dirty");
+            s.give(recent, 2 * G);
+            assertEquals(2 * G, s.giveBack(0, 0, System.nanoTime()));
+            assertEquals(2 * G, s.lazyBytes());
+            assertEquals(0, s.giveBack(0), "a trim finds no resident free granule...");
+            assertEquals(0, s.lazyBytes(), "...and purges the lazy ones");
+            assertEquals(old, s.take(2 * G), "both runs untouched again: first fit, reading as zero");
+            assertEquals(recent, s.take(2 * G));
+            assertEquals(kept + G, s.take(G), "the next granule after the kept one");
         } finally {
             s.unmapAll();
         }
