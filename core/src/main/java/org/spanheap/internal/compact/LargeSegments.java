@@ -401,6 +401,38 @@ final class LargeSegments {
     }
 
     /**
+     * Checks that the byte counters match the bitmaps and that no granule is in two states at
+     * once (used and lazy, resident and lazy); throws {@link AssertionError} if not. For tests.
+     */
+    void checkConsistent() {
+        long used = 0, resident = 0, lazy = 0;
+        for (Segment s : segments) {
+            int segmentUsed = 0;
+            for (int w = 0; w < WORDS; w++) {
+                if ((s.lazy[w] & (s.used[w] | s.resident[w])) != 0) {
+                    throw new AssertionError("a lazy granule is also used or resident in segment 0x"
+                            + Long.toHexString(s.base));
+                }
+                if ((s.used[w] & ~s.resident[w]) != 0) {
+                    throw new AssertionError("a used granule is not resident in segment 0x" + Long.toHexString(s.base));
+                }
+                segmentUsed += Long.bitCount(s.used[w]);
+                resident += Long.bitCount(s.resident[w]);
+                lazy += Long.bitCount(s.lazy[w]);
+            }
+            if (segmentUsed != s.usedGranules) {
+                throw new AssertionError("used granules " + segmentUsed + " counted " + s.usedGranules);
+            }
+            used += segmentUsed;
+        }
+        if (used << GRANULE_SHIFT != usedBytes || resident << GRANULE_SHIFT != residentBytes
+                || lazy << GRANULE_SHIFT != lazyBytes) {
+            throw new AssertionError("counters " + usedBytes + "/" + residentBytes + "/" + lazyBytes + " against bitmaps "
+                    + (used << GRANULE_SHIFT) + "/" + (resident << GRANULE_SHIFT) + "/" + (lazy << GRANULE_SHIFT));
+        }
+    }
+
+    /**
      * Adds the segments' resident and lazy granules to {@code ranges} (to ask the OS which pages
      * are in RAM: a lazy granule's are until the OS needs them).
      */

@@ -172,6 +172,47 @@ class LargeSegmentsTest {
     }
 
     @Test
+    void randomTakesGivesAndGiveBacksKeepTheCountersAndCleanRunsZero() {
+        LargeSegments s = new LargeSegments();
+        java.util.SplittableRandom random = new java.util.SplittableRandom(7);
+        java.util.ArrayList<long[]> live = new java.util.ArrayList<>(); // {address, size}
+        long now = System.nanoTime();
+        try {
+            for (int step = 0; step < 4_000; step++) {
+                int op = random.nextInt(10);
+                now += random.nextLong(5_000_000); // up to 5 ms a step: ages cross the purge's
+                if (op < 5 || live.isEmpty()) {
+                    long size = 1 + random.nextLong(16 * G);
+                    long run = s.take(size);
+                    long at = run & ~1L;
+                    if ((run & 1) == 0) { // clean: must read as zero
+                        for (long off = 0; off < size; off += OsMemory.OS_PAGE) {
+                            assertEquals(0, OsMemory.RAW.get(ValueLayout.JAVA_BYTE, at + off),
+                                    "clean run at step " + step);
+                        }
+                    }
+                    for (long off = 0; off < size; off += OsMemory.OS_PAGE) {
+                        OsMemory.RAW.set(ValueLayout.JAVA_BYTE, at + off, (byte) 1); // dirty it
+                    }
+                    live.add(new long[] {at, size});
+                } else if (op < 9) {
+                    long[] o = live.remove(random.nextInt(live.size()));
+                    s.give(o[0], o[1]);
+                } else {
+                    switch (random.nextInt(3)) {
+                        case 0 -> s.giveBack(random.nextLong(8 * G), random.nextLong(10_000_000), now);
+                        case 1 -> s.purgeLazy(now - LargeSegments.LAZY_PURGE_NANOS);
+                        default -> s.giveBack(random.nextInt(4) == 0 ? 0 : random.nextLong(8 * G));
+                    }
+                }
+                s.checkConsistent();
+            }
+        } finally {
+            s.unmapAll();
+        }
+    }
+
+    @Test
     void oneEmptySegmentIsKeptASecondIsUnmapped() {
         LargeSegments s = new LargeSegments();
         try {
