@@ -795,6 +795,9 @@ public class CacheChurnBenchmark {
                 + " the rest replace").withRequiredArg().describedAs("P").ofType(Integer.class).defaultsTo(75);
         OptionSpec<Void> residentOption = cli.parser().accepts("resident", "also ask the OS, at every sample, how"
                 + " much of the store's memory is resident (CompactingHeap.residentBytes(): mincore; COMPACTING only)");
+        OptionSpec<Void> lazyFreeOption = cli.parser().accepts("lazy-free", "also read, at every sample, the"
+                + " process's LazyFree bytes (/proc/self/smaps_rollup: pages given back with MADV_FREE that the kernel"
+                + " has not taken) and report the RSS growth without them");
         OptionSet options = cli.parse(args);
         Store store = options.valueOf(storeOption);
         double seconds = options.valueOf(secondsOption);
@@ -811,11 +814,12 @@ public class CacheChurnBenchmark {
             System.err.println(store + " is not available here: " + e.getMessage());
             System.exit(MemoryChurn.EXIT_UNAVAILABLE);
         }
-        runMemoryMode(store, seconds, threads, keys, readPercent, options.has(residentOption));
+        runMemoryMode(store, seconds, threads, keys, readPercent, options.has(residentOption),
+                options.has(lazyFreeOption));
     }
 
-    static void runMemoryMode(Store store, double seconds, int threads, int keys, int readPercent, boolean sampleResident)
-            throws InterruptedException {
+    static void runMemoryMode(Store store, double seconds, int threads, int keys, int readPercent, boolean sampleResident,
+            boolean sampleLazyFree) throws InterruptedException {
         boolean heapFixed = ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
                 .anyMatch(a -> a.startsWith("-Xms"));
         System.gc();
@@ -869,6 +873,8 @@ public class CacheChurnBenchmark {
         double maxGrowthPerLive = 0;
         double maxResidentPerLive = -1;
         double maxResidentGrowthPerLive = -1;
+        double maxGrowthWithoutLazyPerLive = -1;
+        long maxLazyFree = -1;
         long longestSampleNanos = 0;
         while (next <= end && failure.get() == null) {
             long wait = next - System.nanoTime();
@@ -881,6 +887,7 @@ public class CacheChurnBenchmark {
             long live = bench.liveBytes.sum();
             long rss = CompactChurnBenchmark.rssBytes();
             long resident = sampleResident ? bench.valueStore.residentBytes() : -1;
+            long lazyFree = sampleLazyFree ? CompactChurnBenchmark.lazyFreeBytes() : -1;
             long sampleNanos = System.nanoTime() - sampleStart;
             longestSampleNanos = Math.max(longestSampleNanos, sampleNanos);
             double growthPerLive = (double) (rss - rssAtStart) / live;
@@ -891,6 +898,8 @@ public class CacheChurnBenchmark {
                                     (double) committed / live), mib(rss), growthPerLive,
                     (resident < 0 ? "" : String.format(Locale.ROOT, "  resident %8.1f MiB  resident/live %5.2f",
                             mib(resident), (double) resident / live))
+                    + (lazyFree < 0 ? "" : String.format(Locale.ROOT, "  LazyFree %6.1f MiB  without it %5.2f",
+                            mib(lazyFree), (double) (rss - lazyFree - rssAtStart) / live))
                     + (sampleNanos > SLOW_SAMPLE_NANOS ? String.format(Locale.ROOT, "  (sample took %.0f ms)",
                             sampleNanos / 1e6) : ""));
             maxLive = Math.max(maxLive, mib(live));
@@ -905,6 +914,11 @@ public class CacheChurnBenchmark {
                 maxResidentGrowthPerLive = Math.max(maxResidentGrowthPerLive, (double) (rss - rssAtStart - resident) / live);
             }
             maxGrowthPerLive = Math.max(maxGrowthPerLive, growthPerLive);
+            if (lazyFree >= 0) {
+                maxLazyFree = Math.max(maxLazyFree, lazyFree);
+                maxGrowthWithoutLazyPerLive = Math.max(maxGrowthWithoutLazyPerLive,
+                        (double) (rss - lazyFree - rssAtStart) / live);
+            }
             do { // a late sample (the sampler was starved, or a store's stats waited) skips the missed ticks
                 next += sampleEvery;
             } while (next < System.nanoTime());
@@ -927,6 +941,12 @@ public class CacheChurnBenchmark {
                     maxResidentPerLive, maxResidentGrowthPerLive);
         } else if (sampleResident) {
             System.out.println("max resident: n/a (" + store + " cannot say what of its memory is resident)");
+        }
+        if (maxLazyFree >= 0) {
+            System.out.printf(Locale.ROOT, "max LazyFree %.1f MiB; RSS growth without it/live %.2f%n", mib(maxLazyFree),
+                    maxGrowthWithoutLazyPerLive);
+        } else if (sampleLazyFree) {
+            System.out.println("max LazyFree: n/a (no LazyFree line in /proc/self/smaps_rollup here)");
         }
         bench.close();
     }
