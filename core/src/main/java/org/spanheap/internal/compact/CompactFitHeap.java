@@ -775,8 +775,6 @@ public final class CompactFitHeap {
     }
 
     void checkOpen() {
-        if (epochs.closed) {
-            throw Epochs.closedException();
-        }
+        epochs.checkOpen();
     }
 }

@@ -88,6 +88,13 @@ final class Epochs {
         return true;
     }
 
+    /** Throws {@link #closedException()} if the heap is closed. */
+    void checkOpen() {
+        if (closed) {
+            throw closedException();
+        }
+    }
+
     /** The exception every call on a closed heap throws. */
     static IllegalStateException closedException() {
         return new IllegalStateException("compacting heap is closed");

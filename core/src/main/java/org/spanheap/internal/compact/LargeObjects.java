@@ -157,7 +157,7 @@ final class LargeObjects {
                 return segments.giveBack(0);
             }
             if (purge) {
-                segments.purgeLazy(now - LargeSegments.LAZY_PURGE_NANOS); // counted as given back when they went lazy
+                purgeDue(); // counted as given back when they went lazy
             }
             long given = segments.giveBack(high / 2, FREE_RUN_DECAY_NANOS, now);
             if (segments.residentBytes() - segments.usedBytes() > 2 * high) {
@@ -178,10 +178,15 @@ final class LargeObjects {
     void purgeLazyRuns() {
         lock.lock();
         try {
-            segments.purgeLazy(System.nanoTime() - LargeSegments.LAZY_PURGE_NANOS);
+            purgeDue();
         } finally {
             lock.unlock();
         }
+    }
+
+    /** Purges the lazy granules that are due (caller holds {@link #lock}). */
+    private void purgeDue() {
+        segments.purgeLazy(System.nanoTime() - LargeSegments.LAZY_PURGE_NANOS);
     }
 
     /**

@@ -243,9 +243,7 @@ final class PageOwnership {
         Page p;
         c.lock.lock();
         try {
-            if (epochs.closed) {
-                throw Epochs.closedException();
-            }
+            epochs.checkOpen();
             p = c.adoptable();
             if (p == null) {
                 p = c.newPage(source);

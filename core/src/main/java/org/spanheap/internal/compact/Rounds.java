@@ -336,7 +336,7 @@ final class Rounds {
     long compact() {
         lock.lock();
         try {
-            checkOpen();
+            epochs.checkOpen();
             reclaim(); // holes freed before the call count as old
             long since = System.nanoTime();
             long moved = 0;
@@ -362,7 +362,7 @@ final class Rounds {
     long trim() {
         lock.lock();
         try {
-            checkOpen();
+            epochs.checkOpen();
             MemoryReleaseEvent event = new MemoryReleaseEvent();
             event.begin();
             long before = committedBytes();
@@ -395,7 +395,7 @@ final class Rounds {
     boolean relocate(long handle) {
         lock.lock();
         try {
-            checkOpen();
+            epochs.checkOpen();
             int index;
             try {
                 index = table.liveIndex(handle);
@@ -451,12 +451,6 @@ final class Rounds {
             return true;
         } finally {
             lock.unlock();
-        }
-    }
-
-    private void checkOpen() {
-        if (epochs.closed) {
-            throw Epochs.closedException();
         }
     }
 }
