@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The scaling figures on a many-core machine, in one pass that fits a few minutes: the native
 # harness's larson, threadtest and prod-con against glibc, jemalloc and mimalloc; the compacting
-# heap's cache churn (lanes, thread-owned pages, malloc) at rising thread counts; CacheBenchmark's
-# 5% and 50% write rows against OHC; the Java allocator rows (64 B allocate+touch+free at 1 and all
-# threads, threadtest, larson) against the allocators through FFM; the one-thread replace.
+# heap's cache churn (lanes, thread-owned pages, malloc) at rising thread counts, and its reads
+# alone; CacheBenchmark's 5% and 50% write rows against OHC at 2 and all threads; the Java
+# allocator rows (64 B allocate+touch+free at 1 and all threads, threadtest, larson) against the
+# allocators through FFM; the one-thread replace; with JCSTRESS_JAR set, the compacting heap's
+# and the core's jcstress tests (quick mode) and the two randomized stress programs with as many
+# platform threads as cores.
 #
 #   tools/many-cores.sh OUT_DIR [THREADS]        THREADS: the top thread count (default nproc, at most 16)
 #
@@ -12,9 +15,10 @@
 # libraries (libmimalloc.so.2, libjemalloc.so.2) in LD_LIBRARY_PATH or ldconfig's cache. On a
 # machine without Java, unpack a JDK beside it and point BENCHMARKS_JAR at the jar
 # (docs/building.md, "Many-core runs").
-# Writes OUT_DIR/native.csv (one harness line per run), OUT_DIR/churn.txt (with TLB shootdowns
-# and CPU seconds per run), OUT_DIR/parks.txt (the churn's parks by stack, from JFR),
-# OUT_DIR/jmh-*.txt and OUT_DIR/machine.txt. Runs one thing at a time; every line is a single run, so read ratios
+# Writes OUT_DIR/native.csv (one harness line per run), OUT_DIR/churn.txt (with TLB shootdowns,
+# the machine's page faults and CPU seconds per run), OUT_DIR/parks.txt (the churn's parks by
+# stack, from JFR), OUT_DIR/jmh-*.txt, OUT_DIR/jcstress.txt, OUT_DIR/stress.txt and
+# OUT_DIR/machine.txt. Runs one thing at a time; every line is a single run, so read ratios
 # of runs next to each other, not absolute figures.
 set -uo pipefail
 out=${1:?usage: tools/many-cores.sh OUT_DIR [THREADS]}
@@ -59,15 +63,23 @@ done
 # --- the cache churn on the public CompactingHeap API, against malloc/free through FFM; per run
 # also the TLB shootdowns on all cores (the TLB line of /proc/interrupts) and the CPU seconds
 tlb() { awk '/TLB/ {s=0; for (i=2;i<=NF;i++) if ($i ~ /^[0-9]+$/) s+=$i; print s}' /proc/interrupts; }
+faults() { awk '$1=="pgfault" {print $2}' /proc/vmstat; }
 churn=(--enable-native-access=ALL-UNNAMED -Xms1g -Xmx1g -XX:+AlwaysPreTouch -cp "$jar" org.spanheap.jmh.CacheChurnBenchmark)
-for t in 2 8 "$top"; do
-    for s in COMPACTING COMPACTING_OWNED MALLOC_FFM; do
-        t0=$(tlb)
-        r=$( { TIMEFORMAT='cpu %U user %S sys %R wall'; time timeout 60 java "${churn[@]}" --store "$s" \
-            --seconds $csec --threads "$t"; } 2>&1 )
-        printf '%s threads=%s: %s tlb=%s %s\n' "$s" "$t" "$(echo "$r" | grep -E '^max:' || echo failed)" \
-            "$(( $(tlb) - t0 ))" "$(echo "$r" | grep '^cpu ')" >> "$out/churn.txt"
-    done
+churn_run() { # STORE THREADS [ARGS...]: one run, one line
+    local s=$1 t=$2 t0 f0 r; shift 2
+    t0=$(tlb); f0=$(faults)
+    r=$( { TIMEFORMAT='cpu %U user %S sys %R wall'; time timeout 60 java "${churn[@]}" --store "$s" \
+        --seconds $csec --threads "$t" "$@"; } 2>&1 )
+    printf '%s threads=%s%s: %s tlb=%s faults=%s %s\n' "$s" "$t" "${*:+ $*}" \
+        "$(echo "$r" | grep -E '^max:' || echo failed)" "$(( $(tlb) - t0 ))" "$(( $(faults) - f0 ))" \
+        "$(echo "$r" | grep '^cpu ')" >> "$out/churn.txt"
+}
+for t in 1 2 4 8 "$top"; do
+    stores=(COMPACTING MALLOC_FFM); [ "$t" = 2 ] || [ "$t" = "$top" ] && stores=(COMPACTING COMPACTING_OWNED MALLOC_FFM)
+    for s in "${stores[@]}"; do churn_run "$s" "$t"; done
+done
+for t in 1 "$top"; do # the reads alone: the same objects and index, no replace
+    for s in COMPACTING MALLOC_FFM; do churn_run "$s" "$t" --read-percent 100; done
 done
 # where the compacting heap's threads wait at the top thread count: every park, by its stack
 java -XX:StartFlightRecording:filename="$out/parks.jfr",jdk.ThreadPark#threshold=0ms "${churn[@]}" \
@@ -84,8 +96,10 @@ jmh() { # NAME ARGS...: one JMH invocation, its text output kept
     timeout 200 java -Djmh.ignoreLock=true --enable-native-access=ALL-UNNAMED "$@" > "$out/jmh-$name.txt" 2>&1
 }
 # --- CacheBenchmark: 100 B values, Zipf 0.9, 5% and 50% writes; the heap default and with owned pages
-jmh cache -jar "$jar" 'org.spanheap.jmh.CacheBenchmark.op$' -p peer=SPANHEAP,OHC -p zipf=0.9 -p writePercent=5,50 -p values=100 \
-    -t "$top" -f 1 "${it[@]}"
+for t in 2 "$top"; do
+    jmh cache-t$t -jar "$jar" 'org.spanheap.jmh.CacheBenchmark.op$' -p peer=SPANHEAP,OHC -p zipf=0.9 -p writePercent=5,50 \
+        -p values=100 -t "$t" -f 1 "${it[@]}"
+done
 jmh cache-owned -Dbench.heap=owned -jar "$jar" 'org.spanheap.jmh.CacheBenchmark.op$' -p peer=SPANHEAP -p zipf=0.9 -p writePercent=50 \
     -p values=100 -t "$top" -f 1 "${it[@]}"
 # --- Java: 64 B allocate+touch+free at 1 thread and all; threadtest and larson at all
@@ -98,4 +112,21 @@ jmh larson -jar "$jar" 'LarsonBenchmark' -p allocator=$peers -t "$top" -f 1 "${i
 # --- the replace, 64-128 B, one thread
 jmh replace -jar "$jar" 'CompactReplaceBenchmark.replace$' -p store=COMPACTING,COMPACTING_OWNED,MALLOC_FFM \
     -p keys=1024 -p maxSize=128 -f 1 "${it[@]}"
+# --- correctness with real parallelism: jcstress (quick) on the compacting heap's and the core's
+# protocols, then the randomized stress programs with a platform thread per core
+if [ -n "${JCSTRESS_JAR:-}" ]; then
+    ( cd "$out" && timeout 150 java -jar "$JCSTRESS_JAR" -jvmArgs --enable-native-access=ALL-UNNAMED \
+        -m quick -t "${JCSTRESS_TESTS:-compact|internal}" > jcstress-full.txt 2>&1
+      echo "exit $?" >> jcstress-full.txt
+      # the last progress line (a jlink'd JDK without java.desktop cannot write the HTML report;
+      # the results file jcstress-results-*.bin.gz stays, and `java -jar jcstress.jar -p FILE` reads it)
+      { grep -F '(Results:' jcstress-full.txt | tail -1; grep -E 'FAILED|ERROR|exit ' jcstress-full.txt | tail -20; } > jcstress.txt
+      rm -rf results jcstress-full.txt )
+    for p in CompactingHeapStress CacheStress; do
+        echo "== $p" >> "$out/stress.txt"
+        timeout 60 java --enable-native-access=ALL-UNNAMED -cp "$JCSTRESS_JAR" org.spanheap.stress.$p --seconds 15 \
+            --platform "$top" --virtual $((2 * top)) 2>&1 | tail -15 >> "$out/stress.txt"
+        echo "exit ${PIPESTATUS[0]}" >> "$out/stress.txt"
+    done
+fi
 echo "done $(date -u +%T)" >> "$out/machine.txt"
