@@ -366,13 +366,7 @@ public final class CompactFitHeap {
                 p = c.newPage(source);
                 c.allocateIn(p);
             }
-            if (c.indexHead == HandleTable.NO_INDEX) {
-                c.indexHead = table.takeIndices(SizeClassPages.INDEX_BATCH);
-                c.indexCount = SizeClassPages.INDEX_BATCH;
-            }
-            index = c.indexHead;
-            c.indexHead = table.link(index);
-            c.indexCount--;
+            index = c.indices.pop(table, SizeClassPages.INDEX_BATCH);
             slot = p.take(index);
             c.refile(p);
             c.liveBlocks++;
@@ -471,9 +465,7 @@ public final class CompactFitHeap {
                 c.allocated--;
                 c.allocatedBytes -= size;
                 c.refile(p);
-                table.setLink(index, c.indexHead);
-                c.indexHead = index;
-                c.indexCount++;
+                c.cacheIndex(table, index);
                 return;
             }
         } finally {

@@ -332,7 +332,17 @@ public final class HandleTable {
      *
      * @throws OutOfMemoryError if the table cannot grow
      */
-    public synchronized int takeIndices(int n) {
+    public int takeIndices(int n) {
+        return (int) (takeChain(n) >>> 32);
+    }
+
+    /**
+     * Takes {@code n} free indices as a linked list, as {@link #takeIndices}; {@return its head
+     * in the high 32 bits and its last index in the low 32 bits}
+     *
+     * @throws OutOfMemoryError if the table cannot grow
+     */
+    synchronized long takeChain(int n) {
         if (freeCount < n) {
             addChunk();
         }
@@ -343,7 +353,18 @@ public final class HandleTable {
         freeHead = link(last);
         setLink(last, NO_INDEX);
         freeCount -= n;
-        return head;
+        return (long) head << 32 | (last & 0xFFFF_FFFFL);
+    }
+
+    /**
+     * Returns a chain of {@code n} released indices, none exhausted (a lane's cache,
+     * {@link IndexCache}), from {@code head} to {@code tail}: spliced onto the free list in
+     * one step, without walking it.
+     */
+    synchronized void giveChain(int head, int tail, int n) {
+        setLink(tail, freeHead);
+        freeHead = head;
+        freeCount += n;
     }
 
     /** Counts a killed index whose generation ran out ({@link #exhausted}) as retired; the caller drops it, so it is never handed out again. */
@@ -388,6 +409,11 @@ public final class HandleTable {
             freeHead = index;
             freeCount++;
         }
+    }
+
+    /** Free indices on the table's own list (for tests). */
+    synchronized int freeCount() {
+        return freeCount;
     }
 
     /** Number of entries (for iteration at close and for tests). */

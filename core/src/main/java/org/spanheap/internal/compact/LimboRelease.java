@@ -104,14 +104,9 @@ final class LimboRelease {
                     if (HandleTable.exhausted(state)) {
                         table.retire(); // its generation ran out: never reused
                     } else {
-                        table.setLink(i, c.indexHead);
-                        c.indexHead = i;
-                        c.indexCount++;
+                        c.cacheIndex(table, i);
                     }
                     bytes += c.blockSize;
-                }
-                if (k == end && c.indexCount > c.indexCacheCap()) {
-                    giveBackIndices(c);
                 }
             } finally {
                 c.lock.unlock();
@@ -120,16 +115,4 @@ final class LimboRelease {
         return bytes; // the emptied pages go back at the end of the round
     }
 
-    /** Returns all but half of the cap of a class's cached indices to the table (caller holds the class lock). */
-    private void giveBackIndices(SizeClassPages c) {
-        int keep = (int) (c.indexCacheCap() / 2);
-        int last = c.indexHead;
-        for (int k = 1; k < keep; k++) {
-            last = table.link(last);
-        }
-        int rest = table.link(last);
-        table.setLink(last, HandleTable.NO_INDEX);
-        table.giveIndices(rest);
-        c.indexCount = keep;
-    }
 }

@@ -270,19 +270,13 @@ final class PageOwnership {
      * through the limbo come back to the allocating threads (caller holds the lane's lock).
      */
     private void takeLaneIndices(ThreadPages t, int cls, SizeClassPages c) {
-        int n = Math.min(c.indexCount, SizeClassPages.INDEX_BATCH);
-        if (n == 0) {
-            return;
+        for (int k = 0; k < SizeClassPages.INDEX_BATCH; k++) {
+            int i = c.indices.popCachedOrNone(table);
+            if (i == HandleTable.NO_INDEX) {
+                return;
+            }
+            t.putIndex(table, cls, i);
         }
-        int head = c.indexHead, last = head;
-        for (int k = 1; k < n; k++) {
-            last = table.link(last);
-        }
-        c.indexHead = table.link(last);
-        c.indexCount -= n;
-        table.setLink(last, t.indexHead[cls]);
-        t.indexHead[cls] = head;
-        t.indexCount[cls] += n;
     }
 
     /** Gives up both of {@code t}'s pages of class {@code cls} (see {@link #giveUp(Page)}); {@return the limbo's pending units} */

@@ -35,9 +35,8 @@ final class SizeClassPages {
     long liveBlocks;
     /** Objects (and their requested bytes) allocated in this class, and released by rounds after their free. */
     long allocated, allocatedBytes, released, releasedBytes;
-    /** Free handle indices of this class (linked through the table), and their count. */
-    int indexHead = HandleTable.NO_INDEX;
-    int indexCount;
+    /** Free handle indices of this lane. */
+    final IndexCache indices = new IndexCache();
 
     /** Names this lane's pages in the handle table: a page holds an id from {@link #addPage} to {@link #removePage}. */
     private final PageIds pageIds;
@@ -63,13 +62,18 @@ final class SizeClassPages {
 
     /**
      * Free indices this class keeps, at most: a quarter of its live blocks (at
-     * least {@value #INDEX_CACHE_MIN}); above it, all but half go back to the
-     * table. Under churn a round releases up to 1/32 of the heap at once: with a
-     * fixed cap of 1024 those indices were walked back to the table and taken
-     * out again 64 at a time, a cache miss per index each way.
+     * least {@value #INDEX_CACHE_MIN}), in two chains of half of it
+     * ({@link IndexCache}). Under churn a round releases up to 1/32 of the heap
+     * at once: with a fixed cap of 1024 those indices went back to the table and
+     * were taken out again 64 at a time, a cache miss per index each way.
      */
     long indexCacheCap() {
         return Math.max(INDEX_CACHE_MIN, liveBlocks >> 2);
+    }
+
+    /** Caches a released, not exhausted index (caller holds {@link #lock}). */
+    void cacheIndex(HandleTable table, int index) {
+        indices.push(table, index, indexCacheCap() >>> 1);
     }
 
     int pageCount() {
