@@ -113,7 +113,14 @@ final class Rounds {
 
     // ---- what starts a round ----------------------------------------------------------
 
-    /** After a push on the limbo that left {@code pending} units there: reclaim if a batch is full. */
+    /**
+     * After a push on the limbo that left {@code pending} units there: reclaim if a batch is full.
+     * {@code pending} is the pusher's stripe times the stripes ({@link Limbo#push}), so with
+     * fewer freeing threads than stripes a round starts before a batch is full (at a quarter
+     * of one with one thread) and a free waits at half of one. That early wait is also what
+     * bounds the limbo when freeing threads outnumber the cores; estimates closer to the
+     * truth were measured and not taken (docs/decisions.md).
+     */
     void limboPushed(long pending) {
         if (pending << 4 >= batchBytes) {
             reclaimPressure(pending << 4);
