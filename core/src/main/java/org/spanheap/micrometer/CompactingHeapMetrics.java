@@ -80,11 +80,13 @@ public final class CompactingHeapMetrics implements MeterBinder {
         bytes(registry, "spanheap.compacting.memory.committed", CompactingHeapStats::committedBytes,
                 "Bytes the heap holds from the OS: pages and large mappings");
         Gauge.builder("spanheap.compacting.memory.resident", this, CompactingHeapMetrics::resident).tags(tags)
-                .baseUnit(BaseUnits.BYTES).description("Committed bytes in RAM, as the OS says").register(registry);
+                .baseUnit(BaseUnits.BYTES).description("Committed bytes in RAM, as the OS says")
+                .strongReference(true).register(registry);
         bytes(registry, "spanheap.compacting.memory.pending", CompactingHeapStats::pendingReclaimBytes,
                 "Bytes of freed objects waiting for the next reclaim");
         Gauge.builder("spanheap.compacting.objects", this, b -> b.gauge(CompactingHeapStats::liveObjects)).tags(tags)
-                .baseUnit(BaseUnits.OBJECTS).description("Live objects").register(registry);
+                .baseUnit(BaseUnits.OBJECTS).description("Live objects")
+                .strongReference(true).register(registry);
         FunctionCounter.builder("spanheap.compacting.moved", this, b -> b.counter(CompactingHeapStats::movedBytes))
                 .tags(tags).baseUnit(BaseUnits.BYTES).description("Bytes moved by compaction").register(registry);
         FunctionTimer.builder("spanheap.compacting.rounds", this,
@@ -95,18 +97,19 @@ public final class CompactingHeapMetrics implements MeterBinder {
         TimeGauge.builder("spanheap.compacting.round.max", this, TimeUnit.NANOSECONDS,
                         b -> b.gauge(CompactingHeapStats::maxIncrementNanos))
                 .tags(tags).description("The longest compaction round: what an access to a moving object may wait")
-                .register(registry);
+                .strongReference(true).register(registry);
         FunctionCounter.builder("spanheap.compacting.epochs", this, b -> b.counter(CompactingHeapStats::epochs))
                 .tags(tags).description("Epochs closed").register(registry);
         TimeGauge.builder("spanheap.compacting.epoch.close.max", this, TimeUnit.NANOSECONDS,
                         b -> b.gauge(CompactingHeapStats::maxEpochCloseNanos))
-                .tags(tags).description("The longest epoch close (the arena handshake)").register(registry);
+                .tags(tags).description("The longest epoch close (the arena handshake)")
+                .strongReference(true).register(registry);
     }
 
     private void bytes(MeterRegistry registry, String name, ToLongFunction<CompactingHeapStats> value,
             String description) {
         Gauge.builder(name, this, b -> b.gauge(value)).tags(tags).baseUnit(BaseUnits.BYTES).description(description)
-                .register(registry);
+                .strongReference(true).register(registry);
     }
 
     /** {@return the heap's statistics now, or null if it is closed or collected} */

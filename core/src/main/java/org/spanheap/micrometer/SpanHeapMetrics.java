@@ -83,7 +83,8 @@ public final class SpanHeapMetrics implements MeterBinder {
         bytes(registry, "spanheap.memory.limited", HeapStats::limitedBytes,
                 "Bytes counted against the byte limit, cached blocks included");
         Gauge.builder("spanheap.large.objects", this, b -> b.gauge(HeapStats::largeCount)).tags(tags)
-                .baseUnit(BaseUnits.OBJECTS).description("Live large objects").register(registry);
+                .baseUnit(BaseUnits.OBJECTS).description("Live large objects")
+                .strongReference(true).register(registry);
         spans(registry, "hot", HeapStats::spansHot, "Spans a thread allocates from");
         spans(registry, "floating", HeapStats::spansFloating, "Spans neither allocated from nor reusable");
         spans(registry, "reusable", HeapStats::spansReusable, "Spans with enough free blocks to be reused");
@@ -96,12 +97,12 @@ public final class SpanHeapMetrics implements MeterBinder {
 
     private void bytes(MeterRegistry registry, String name, ToLongFunction<HeapStats> value, String description) {
         Gauge.builder(name, this, b -> b.gauge(value)).tags(tags).baseUnit(BaseUnits.BYTES).description(description)
-                .register(registry);
+                .strongReference(true).register(registry);
     }
 
     private void spans(MeterRegistry registry, String state, ToLongFunction<HeapStats> value, String description) {
         Gauge.builder("spanheap.spans", this, b -> b.gauge(value)).tags(tags).tag("state", state)
-                .description(description).register(registry);
+                .description(description).strongReference(true).register(registry);
     }
 
     /** {@return the heap's statistics now, or null if it is closed or collected} */

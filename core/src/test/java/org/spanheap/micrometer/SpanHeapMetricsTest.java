@@ -40,6 +40,19 @@ class SpanHeapMetricsTest {
     }
 
     @Test
+    void aBinderBoundInlineKeepsReadingAfterAGarbageCollection() {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        try (SpanHeap heap = SpanHeap.create()) {
+            new SpanHeapMetrics(heap, "buffers", Tags.empty()).bindTo(registry);
+            CompactingHeapMetricsTest.collectGarbage();
+            MemorySegment big = heap.allocate(4 << 20);
+            assertEquals(1.0, registry.get("spanheap.large.objects").gauge().value());
+            assertEquals(heap.stats().spansCarved(), registry.get("spanheap.spans.carved").functionCounter().count());
+            heap.free(big);
+        }
+    }
+
+    @Test
     void aClosedHeapsGaugesReadNaNAndItsCountersKeepTheirValues() {
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         SpanHeap heap = SpanHeap.create();

@@ -74,6 +74,28 @@ class OffHeapCacheMetricsTest {
     }
 
     @Test
+    void aBinderBoundInlineKeepsCountingAfterAGarbageCollection() {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        AtomicLong now = new AtomicLong();
+        try (OffHeapCache<String, byte[]> c = cache(now)) {
+            OffHeapCacheMetrics.monitor(registry, c);
+            java.lang.ref.WeakReference<Object> canary = new java.lang.ref.WeakReference<>(new Object());
+            for (int i = 0; i < 50 && canary.get() != null; i++) {
+                System.gc();
+                Thread.onSpinWait();
+            }
+            assertTrue(canary.get() == null, "no garbage collection happened");
+            use(c, now);
+            CacheStats s = c.stats();
+            assertEquals(11.0, registry.get("cache.puts").functionCounter().count());
+            assertEquals(s.evictions(), registry.get("cache.evictions.by.cause").tag("cause", "size")
+                    .functionCounter().count());
+            assertEquals(1.0, registry.get("cache.load").tag("result", "success").functionCounter().count());
+            assertEquals(s.weightedBytes(), registry.get("cache.charged").gauge().value());
+        }
+    }
+
+    @Test
     void aPrometheusScrapeHasTheNamesDashboardsForCaffeineUse() {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         AtomicLong now = new AtomicLong();
