@@ -71,6 +71,8 @@ final class LargeSegments {
     }
 
     private Segment[] segments = new Segment[0];
+    /** The ranges a give-back or a purge releases, lazily or at once: one system call per batch, flushed before it returns. */
+    private final ReleaseBatch lazyReleases = new ReleaseBatch(true), releases = new ReleaseBatch(false);
     /** Bytes of granules in use (live objects and freed ones not yet released). */
     private volatile long usedBytes;
     /** Bytes of resident granules, used or free: what segments add to the committed bytes. */
@@ -273,6 +275,16 @@ final class LargeSegments {
 
     private long giveBack(long keepBytes, long minAgeNanos, long now, boolean lazily) {
         long before = residentBytes;
+        try {
+            giveBackRuns(keepBytes, minAgeNanos, now, lazily);
+        } finally {
+            lazyReleases.flush();
+            releases.flush();
+        }
+        return before - residentBytes;
+    }
+
+    private void giveBackRuns(long keepBytes, long minAgeNanos, long now, boolean lazily) {
         for (int i = segments.length - 1; i >= 0; i--) {
             Segment s = segments[i];
             for (int c = GRANULES - CHUNK_GRANULES; c >= 0 && residentBytes - usedBytes > keepBytes; c -= CHUNK_GRANULES) {
@@ -294,7 +306,6 @@ final class LargeSegments {
                 }
             }
         }
-        return before - residentBytes;
     }
 
     private static boolean idleGranule(Segment s, int g, long freedBefore) {
@@ -321,18 +332,16 @@ final class LargeSegments {
 
     /**
      * Gives granules {@code [at, at + n)} of {@code s} (none used) back to the OS: lazily (they
-     * become lazy, given back at {@code now}) if {@code lazily} and the OS takes it, else at once
-     * (lazy ones among them too).
+     * become lazy, given back at {@code now}) if {@code lazily} and the OS offers it, else at once
+     * (lazy ones among them too). The range joins a batch that the caller flushes; should the
+     * OS refuse {@code MADV_FREE} only then, the granules marked lazy are released for good,
+     * which a lazy granule allows (it reads as its old bytes or as zero, and is zeroed when
+     * taken).
      */
     private void release(Segment s, int at, int n, boolean lazily, long now) {
         long address = s.base + ((long) at << GRANULE_SHIFT), bytes = (long) n << GRANULE_SHIFT;
-        boolean lazy;
-        if (lazily) {
-            lazy = OsMemory.releaseLazily(address, bytes);
-        } else {
-            OsMemory.release(address, bytes);
-            lazy = false;
-        }
+        boolean lazy = lazily && OsMemory.releasesLazily();
+        (lazy ? lazyReleases : releases).add(address, bytes);
         int resident = 0, lazyDelta = 0;
         for (int g = at; g < at + n; g++) {
             if (s.isResident(g)) {
@@ -368,6 +377,15 @@ final class LargeSegments {
      */
     long purgeLazy(long givenBefore) {
         long before = lazyBytes;
+        try {
+            purgeLazyRuns(givenBefore);
+        } finally {
+            releases.flush();
+        }
+        return before - lazyBytes;
+    }
+
+    private void purgeLazyRuns(long givenBefore) {
         boolean left = false;
         long oldestLeft = 0;
         for (Segment s : segments) {
@@ -387,7 +405,7 @@ final class LargeSegments {
                         && (givenBefore == Long.MAX_VALUE || s.freedAt[g + 1] - givenBefore <= 0)) {
                     g++;
                 }
-                OsMemory.release(s.base + ((long) start << GRANULE_SHIFT), (long) (g - start + 1) << GRANULE_SHIFT);
+                releases.add(s.base + ((long) start << GRANULE_SHIFT), (long) (g - start + 1) << GRANULE_SHIFT);
                 for (int k = start; k <= g; k++) {
                     s.lazy[k >>> 6] &= ~(1L << k);
                 }
@@ -397,7 +415,6 @@ final class LargeSegments {
         if (left) {
             purgeDueAt = oldestLeft + LAZY_PURGE_NANOS;
         }
-        return before - lazyBytes;
     }
 
     /**

@@ -19,7 +19,8 @@ import org.spanheap.internal.Zeroing;
  * segments and the largest objects, and {@code madvise(MADV_DONTNEED)} to give
  * the memory of an emptied page or of free granules of a large segment back
  * while its address range stays mapped ({@code MADV_FREE} to give it back
- * lazily: {@link #releaseLazily}).
+ * lazily: {@link #releaseLazily}), many ranges in one {@code process_madvise}
+ * where the kernel takes it ({@link #releaseAll}).
  *
  * <p>These are Linux's calls (the flag values are Linux's): on Linux with any C
  * runtime, {@link #MAPS} is true. Elsewhere (macOS, Windows, or a C runtime
@@ -42,6 +43,11 @@ final class OsMemory {
     private static final int MADV_FREE = 8;
     /** Cleared when the OS refuses {@code MADV_FREE} (Linux before 4.5): {@link #releaseLazily} then releases at once. */
     private static volatile boolean lazyFree = true;
+
+    /** {@return whether a lazy release ({@link #releaseLazily}) is lazy} false once the OS refused one, or without {@link #MAPS} */
+    static boolean releasesLazily() {
+        return MAPS && lazyFree;
+    }
 
     private static final MethodHandle MMAP;
     private static final MethodHandle MUNMAP;
@@ -243,6 +249,114 @@ final class OsMemory {
         }
         release(address, bytes);
         return false;
+    }
+
+    // ---- many ranges in one call --------------------------------------------------------
+
+    private static final long SYS_PIDFD_OPEN = 434, SYS_PROCESS_MADVISE = 440; // x86-64 and the generic table (aarch64)
+    /** {@code long syscall(long number, ...)}, every argument passed as a long (glibc and musl read longs). */
+    private static final MethodHandle SYSCALL;
+    /** This process's pidfd for {@code process_madvise}, or -1: not opened yet (0 is never one we keep), or unusable. */
+    private static volatile long pidfd;
+    /** Cleared when the OS refuses {@code process_madvise} with this advice on this process (Linux before 6.13). */
+    private static volatile boolean manyAtOnce;
+
+    static {
+        Linker linker = Linker.nativeLinker();
+        String arch = System.getProperty("os.arch", "");
+        boolean table = arch.equals("amd64") || arch.equals("x86_64") || arch.equals("aarch64");
+        MethodHandle h = null;
+        if (MAPS && table && linker.defaultLookup().find("syscall").isPresent()) {
+            h = linker.downcallHandle(linker.defaultLookup().find("syscall").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG),
+                    Linker.Option.firstVariadicArg(1));
+        }
+        SYSCALL = h;
+        manyAtOnce = h != null;
+    }
+
+    /** {@return whether ranges still go to the OS many at once} (false once it refused) For tests. */
+    static boolean releasesManyAtOnce() {
+        return manyAtOnce;
+    }
+
+    /** Makes {@link #releaseAll} advise each range on its own ({@code false}), or try many at once again. For tests. */
+    static void releaseManyAtOnce(boolean on) {
+        manyAtOnce = on && SYSCALL != null;
+    }
+
+    /** Bytes of one {@code struct iovec}: base and length. */
+    static final long IOVEC_BYTES = 16;
+
+    /**
+     * Gives back the {@code count} ranges {@code address[i]}, {@code bytes[i]} at once: lazily
+     * ({@code MADV_FREE}, see {@link #releaseLazily}) if {@code lazily} and the OS has not refused
+     * that, else for good ({@code MADV_DONTNEED}). Where Linux's {@code process_madvise} takes the
+     * advice for the process itself (Linux 6.13 and later), the ranges go in one system call,
+     * whose TLB flush (6.16 and later) interrupts the other cores once instead of once per range;
+     * elsewhere each range gets its own {@code madvise}. {@code iov} holds at least
+     * {@code count} {@link #IOVEC_BYTES}-byte entries; the caller owns it.
+     */
+    static void releaseAll(long[] address, long[] bytes, int count, boolean lazily, MemorySegment iov) {
+        if (!MAPS || count == 0) {
+            return;
+        }
+        boolean lazy = lazily && lazyFree;
+        if (count > 1 && manyAtOnce && adviseAll(address, bytes, count, lazy ? MADV_FREE : MADV_DONTNEED, iov)) {
+            return;
+        }
+        for (int i = 0; i < count; i++) {
+            if (lazy) {
+                releaseLazily(address[i], bytes[i]);
+            } else {
+                release(address[i], bytes[i]);
+            }
+        }
+    }
+
+    /** {@return whether one {@code process_madvise} advised every range} Clears {@link #manyAtOnce} if the OS refuses it. */
+    private static boolean adviseAll(long[] address, long[] bytes, int count, int advice, MemorySegment iov) {
+        long fd = pidfd;
+        if (fd == 0) {
+            fd = openPidfd();
+        }
+        if (fd < 0) {
+            return false;
+        }
+        long total = 0;
+        for (int i = 0; i < count; i++) {
+            iov.set(ValueLayout.JAVA_LONG, i * IOVEC_BYTES, address[i]);
+            iov.set(ValueLayout.JAVA_LONG, i * IOVEC_BYTES + 8, bytes[i]);
+            total += bytes[i];
+        }
+        long done;
+        try {
+            done = (long) SYSCALL.invokeExact(SYS_PROCESS_MADVISE, fd, iov.address(), (long) count, (long) advice, 0L);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+        if (done == total) {
+            return true;
+        }
+        if (done < 0) {
+            manyAtOnce = false; // ENOSYS or EINVAL: a kernel without it, or without this advice for it
+        }
+        return false; // a part may be advised: the caller advises each range again (both advices repeat safely)
+    }
+
+    /** Opens this process's pidfd once; {@return it, or -1 if the OS has none} */
+    private static synchronized long openPidfd() {
+        if (pidfd == 0) {
+            long fd;
+            try {
+                fd = (long) SYSCALL.invokeExact(SYS_PIDFD_OPEN, ProcessHandle.current().pid(), 0L, 0L, 0L, 0L);
+            } catch (Throwable t) {
+                throw new AssertionError(t);
+            }
+            pidfd = fd > 0 ? fd : -1; // kept open for the process's life: one descriptor
+        }
+        return pidfd;
     }
 
     /** A segment over the whole address space with no scope of its own, for copies between known blocks. */

@@ -26,6 +26,8 @@ final class SpanHeapPageSource implements PageSource {
     private final long pageSize;
     private final AutoCloseable owned;
     private final AtomicLong committed = new AtomicLong();
+    /** The page runs of one {@link #freePages} call, given back together. */
+    private final ReleaseBatch releases = new ReleaseBatch(false);
 
     /**
      * @param heap the span heap to take pages from (a reference is taken on it)
@@ -73,19 +75,24 @@ final class SpanHeapPageSource implements PageSource {
     }
 
     /**
-     * Sorts the pages and releases each run of adjacent ones with one {@code madvise} (pages
-     * of one real span are often neighbours), then frees them to the span heap.
+     * Sorts the pages and releases each run of adjacent ones as one range (pages of one real
+     * span are often neighbours), all runs in one batch ({@link ReleaseBatch}: one system call
+     * and one TLB shootdown where the OS takes them at once), then frees them to the span heap.
      */
     @Override
     public void freePages(long[] pages, int count) {
         java.util.Arrays.sort(pages, 0, count);
-        for (int i = 0; i < count;) {
-            int j = i + 1;
-            while (j < count && pages[j] == pages[j - 1] + pageSize) {
-                j++;
+        ReleaseBatch batch = releases;
+        synchronized (batch) { // rounds free pages one batch at a time; a trim may come from another thread
+            for (int i = 0; i < count;) {
+                int j = i + 1;
+                while (j < count && pages[j] == pages[j - 1] + pageSize) {
+                    j++;
+                }
+                batch.add(pages[i], (j - i) * pageSize);
+                i = j;
             }
-            OsMemory.release(pages[i], (j - i) * pageSize);
-            i = j;
+            batch.flush();
         }
         committed.addAndGet(-count * pageSize);
         for (int i = 0; i < count; i++) {
