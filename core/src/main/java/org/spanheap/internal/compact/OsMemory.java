@@ -256,7 +256,7 @@ final class OsMemory {
     private static final long SYS_PIDFD_OPEN = 434, SYS_PROCESS_MADVISE = 440; // x86-64 and the generic table (aarch64)
     /** {@code long syscall(long number, ...)}, every argument passed as a long (glibc and musl read longs). */
     private static final MethodHandle SYSCALL;
-    /** This process's pidfd for {@code process_madvise}, or -1: not opened yet (0 is never one we keep), or unusable. */
+    /** This process's pidfd for {@code process_madvise}: 0 until opened, -1 if the OS gave none. */
     private static volatile long pidfd;
     /** Cleared when the OS refuses {@code process_madvise} with this advice on this process (Linux before 6.13). */
     private static volatile boolean manyAtOnce;
