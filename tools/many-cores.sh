@@ -15,9 +15,11 @@
 # libraries (libmimalloc.so.2, libjemalloc.so.2) in LD_LIBRARY_PATH or ldconfig's cache. On a
 # machine without Java, unpack a JDK beside it and point BENCHMARKS_JAR at the jar
 # (docs/building.md, "Many-core runs").
-# Writes OUT_DIR/native.csv (one harness line per run), OUT_DIR/churn.txt (with TLB shootdowns,
-# the machine's page faults and CPU seconds per run), OUT_DIR/parks.txt (the churn's parks by
-# stack, from JFR), OUT_DIR/jmh-*.txt, OUT_DIR/jcstress.txt, OUT_DIR/stress.txt and
+# Writes OUT_DIR/native.csv (one harness line per run, the scaling sweep included),
+# OUT_DIR/churn.txt (with TLB shootdowns, the machine's page faults and CPU seconds per run),
+# OUT_DIR/parks.txt (the churn's parks by stack), OUT_DIR/churn.jfr (its JFR recording: parks,
+# rounds, execution samples) and OUT_DIR/churn-jfr.txt (its event counts), OUT_DIR/jmh-*.txt,
+# OUT_DIR/jcstress.txt, OUT_DIR/stress.txt and
 # OUT_DIR/machine.txt. Runs one thing at a time; every line is a single run, so read ratios
 # of runs next to each other, not absolute figures.
 set -uo pipefail
@@ -59,6 +61,14 @@ for rep in 1 2; do
         [ $rep = 1 ] && native $a prod-con --threads "$top" --size 16-512
     done
 done
+# how each scales: threadtest and larson at 1, 2, 4 and 8 threads (the top count is above)
+for t in 1 2 4 8; do
+    [ "$t" -ge "$top" ] && break
+    for a in sh glibc jemalloc mimalloc; do
+        native $a threadtest --threads "$t" --size 64 "${tt[@]}"
+        native $a larson --threads "$t" --size 16-1024 --seconds "$(awk -v s=$lsec 'BEGIN {print s / 2}')"
+    done
+done
 
 # --- the cache churn on the public CompactingHeap API, against malloc/free through FFM; per run
 # also the TLB shootdowns on all cores (the TLB line of /proc/interrupts) and the CPU seconds
@@ -81,15 +91,18 @@ done
 for t in 1 "$top"; do # the reads alone: the same objects and index, no replace
     for s in COMPACTING MALLOC_FFM; do churn_run "$s" "$t" --read-percent 100; done
 done
-# where the compacting heap's threads wait at the top thread count: every park, by its stack
-java -XX:StartFlightRecording:filename="$out/parks.jfr",jdk.ThreadPark#threshold=0ms "${churn[@]}" \
+# where the compacting heap's threads wait at the top thread count: every park, by its stack; the
+# recording (OUT_DIR/churn.jfr) also keeps every round (org.spanheap.CompactionRound: duration,
+# handshake, bytes reclaimed and moved) and the execution samples of the profile settings, for
+# `jfr print` or `jfr view` elsewhere
+java -XX:StartFlightRecording:filename="$out/churn.jfr",settings=profile,jdk.ThreadPark#threshold=0ms,org.spanheap.CompactionRound#enabled=true,org.spanheap.CompactionRound#threshold=0ms "${churn[@]}" \
     --store COMPACTING --seconds $csec --threads "$top" > /dev/null 2>&1
-jfr print --events jdk.ThreadPark --stack-depth 12 "$out/parks.jfr" 2>/dev/null \
+jfr print --events jdk.ThreadPark --stack-depth 12 "$out/churn.jfr" 2>/dev/null \
     | awk '/stackTrace = \[/ {s=1; n=0; k=""; next}
            s && NF && $0 !~ /^ *\]/ && $1 !~ /^(jdk\.internal\.misc|java\.util\.concurrent\.locks)\./ && n < 3 {k=k" < "$1; n++}
            /^ *\]/ {if (s) print k; s=0}' \
     | sort | uniq -c | sort -rn | head -15 > "$out/parks.txt"
-rm -f "$out/parks.jfr"
+jfr summary "$out/churn.jfr" 2>/dev/null | grep -E 'CompactionRound|ExecutionSample|ThreadPark' > "$out/churn-jfr.txt"
 
 jmh() { # NAME ARGS...: one JMH invocation, its text output kept
     local name=$1; shift
