@@ -265,9 +265,10 @@ final class OsMemory {
         Linker linker = Linker.nativeLinker();
         String arch = System.getProperty("os.arch", "");
         boolean table = arch.equals("amd64") || arch.equals("x86_64") || arch.equals("aarch64");
+        MemorySegment syscall = linker.defaultLookup().find("syscall").orElse(null);
         MethodHandle h = null;
-        if (MAPS && table && linker.defaultLookup().find("syscall").isPresent()) {
-            h = linker.downcallHandle(linker.defaultLookup().find("syscall").orElseThrow(),
+        if (MAPS && table && syscall != null) {
+            h = linker.downcallHandle(syscall,
                     FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
                             ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG),
                     Linker.Option.firstVariadicArg(1));

@@ -311,7 +311,7 @@ final class Rounds {
         }
     }
 
-        /** A round that reclaims the limbo and moves nothing (caller holds the lock). */
+    /** A round that reclaims the limbo and moves nothing (caller holds the lock). */
     void reclaim() {
         round(Integer.MAX_VALUE, 0, BackgroundPacing.ANY_SOURCE);
     }
