@@ -32,28 +32,13 @@ class CompactingHeapMetricsTest {
         return heap.compact();
     }
 
-    /** Collects garbage until a fresh, unreferenced object is gone: the binders bound inline would be too, if nothing held them. */
-    static void collectGarbage() {
-        java.lang.ref.WeakReference<Object> canary = new java.lang.ref.WeakReference<>(new Object());
-        for (int i = 0; i < 50 && canary.get() != null; i++) {
-            System.gc();
-            try {
-                Thread.sleep(10);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
-        }
-        assertTrue(canary.get() == null, "no garbage collection happened");
-    }
-
     @Test
     void aBinderBoundInlineKeepsCountingAfterAGarbageCollection() {
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         try (CompactingHeap heap = heap()) {
             new CompactingHeapMetrics(heap, "values", Tags.empty()).bindTo(registry);
             assertEquals(0.0, registry.get("spanheap.compacting.moved").functionCounter().count());
-            collectGarbage();
+            GarbageCollections.collect();
             fragmentAndCompact(heap);
             assertEquals(heap.stats().movedBytes(), registry.get("spanheap.compacting.moved").functionCounter().count());
             assertEquals(2048.0, registry.get("spanheap.compacting.objects").gauge().value());

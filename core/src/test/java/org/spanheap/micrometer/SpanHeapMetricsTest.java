@@ -44,7 +44,7 @@ class SpanHeapMetricsTest {
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         try (SpanHeap heap = SpanHeap.create()) {
             new SpanHeapMetrics(heap, "buffers", Tags.empty()).bindTo(registry);
-            CompactingHeapMetricsTest.collectGarbage();
+            GarbageCollections.collect();
             MemorySegment big = heap.allocate(4 << 20);
             assertEquals(1.0, registry.get("spanheap.large.objects").gauge().value());
             assertEquals(heap.stats().spansCarved(), registry.get("spanheap.spans.carved").functionCounter().count());
