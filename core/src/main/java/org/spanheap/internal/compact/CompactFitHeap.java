@@ -139,6 +139,9 @@ public final class CompactFitHeap {
         boolean[] owned = new boolean[sizes.count()];
         for (int c = 0; c < sizes.count(); c++) {
             owned[c] = threadOwnedPages && startThread && reclaimBatchBytes > 0 && pageSize / sizes.blockSize(c) >= OWNED_MIN_BLOCKS;
+            for (int i = firstLane[c]; i < firstLane[c + 1]; i++) {
+                classes[i].reuseReady = startThread && reclaimBatchBytes > 0 && !owned[c];
+            }
         }
         this.ownership = new PageOwnership(rounds, epochs, table, source, limbo, pendingSlots, classes, firstLane, owned);
         this.census = new HeapCensus(table, classes, sizes.count(), pageSize, source, limbo, pendingSlots, ownership,
@@ -169,6 +172,19 @@ public final class CompactFitHeap {
             long passIntervalNanos) {
         return new CompactFitHeap(new PageReserve(new MappedPageSource(pageSize)), 1, kappa, iota,
                 reclaimBatchBytes, passIntervalNanos, true, false, false);
+    }
+
+    /**
+     * As {@link #withoutBackgroundThread(long, int, long, long, long)}, with the rounds handing
+     * freed entries to their lanes for reuse ({@link ReadyEntries}) as with the thread.
+     */
+    static CompactFitHeap withoutBackgroundThreadReusingEntries(long pageSize, int kappa, long iota,
+            long reclaimBatchBytes, long passIntervalNanos) {
+        CompactFitHeap heap = withoutBackgroundThread(pageSize, kappa, iota, reclaimBatchBytes, passIntervalNanos);
+        for (SizeClassPages c : heap.classes) {
+            c.reuseReady = true;
+        }
+        return heap;
     }
 
     /** A heap over pages mapped one by one. */
@@ -361,14 +377,20 @@ public final class CompactFitHeap {
         int index, slot;
         try {
             checkOpen();
-            p = c.allocationPage();
-            if (p == null) {
-                p = c.newPage(source);
-                c.allocateIn(p);
+            index = c.ready.count() > 0 ? takeReady(c) : HandleTable.NO_INDEX;
+            if (index != HandleTable.NO_INDEX) {
+                p = table.pageOf(index); // the block's slot is still the entry's: nothing to take
+                slot = p.slotOf(table.address(index));
+            } else {
+                p = c.allocationPage();
+                if (p == null) {
+                    p = c.newPage(source);
+                    c.allocateIn(p);
+                }
+                index = c.indices.pop(table, SizeClassPages.INDEX_BATCH);
+                slot = p.take(index);
+                c.refile(p);
             }
-            index = c.indices.pop(table, SizeClassPages.INDEX_BATCH);
-            slot = p.take(index);
-            c.refile(p);
             c.liveBlocks++;
             c.allocated++;
             c.allocatedBytes += size;
@@ -384,6 +406,24 @@ public final class CompactFitHeap {
             throw e;
         }
         return table.publishLive(index, address, size, p);
+    }
+
+    /**
+     * {@return an entry of lane {@code c}'s {@link ReadyEntries} whose slot can take a new
+     * object, or {@code NO_INDEX}} (caller holds the lane's lock). An entry in a page that a
+     * round is emptying goes back to its page instead: a new object there would stay behind.
+     */
+    private int takeReady(SizeClassPages c) {
+        for (int i; (i = c.ready.pop(table)) != HandleTable.NO_INDEX;) {
+            Page p = table.pageOf(i);
+            if (!p.evacuating) {
+                return i;
+            }
+            p.release(p.slotOf(table.address(i))); // not the last block: an evacuating page holds moving or moved-out ones
+            c.refile(p);
+            c.cacheIndex(table, i);
+        }
+        return HandleTable.NO_INDEX;
     }
 
     /**

@@ -73,6 +73,7 @@ final class LimboRelease {
     /** Releases the entries of {@code piece}'s group {@code ci}, all of class {@code c}. */
     private long releaseClassPiece(SizeClassPages c, ReleasePiece piece, int ci) {
         long bytes = 0;
+        long now = c.reuseReady ? System.nanoTime() : 0;
         int end = piece.groupEnd(ci);
         for (int k = piece.groupStart(ci); k < end;) {
             c.lock.lock();
@@ -91,28 +92,81 @@ final class LimboRelease {
                         }
                         continue;
                     }
-                    p.release(p.slotOf(piece.address(pos)));
                     c.liveBlocks--;
                     c.released++;
                     c.releasedBytes += HandleTable.size(state); // a kill keeps the size
-                    if (p.used == 0) {
-                        c.removePage(p);
-                        emptied.add(p);
-                    } else {
-                        c.refile(p);
-                    }
+                    bytes += c.blockSize;
                     if (HandleTable.exhausted(state)) {
+                        releaseSlot(c, p, piece.address(pos));
                         table.retire(); // its generation ran out: never reused
+                    } else if (c.reuseReady && !p.evacuating && c.ready.count() < ReadyEntries.cap(c.liveBlocks)) {
+                        c.ready.push(table, i, now); // index and slot reused together: the page is not touched
                     } else {
+                        releaseSlot(c, p, piece.address(pos));
                         c.cacheIndex(table, i);
                     }
-                    bytes += c.blockSize;
                 }
             } finally {
                 c.lock.unlock();
             }
         }
         return bytes; // the emptied pages go back at the end of the round
+    }
+
+    /** Gives the slot of a released block at {@code address} back to its page {@code p} of lane {@code c} (caller holds its lock). */
+    private void releaseSlot(SizeClassPages c, Page p, long address) {
+        p.release(p.slotOf(address));
+        if (p.used == 0) {
+            c.removePage(p);
+            emptied.add(p);
+        } else {
+            c.refile(p);
+        }
+    }
+
+    /**
+     * Gives the slots of lane {@code c}'s {@link ReadyEntries} back to their pages and their
+     * indices to the lane's cache (caller holds the lane's lock). Their release is counted already.
+     */
+    void releaseReady(SizeClassPages c) {
+        for (int i = c.ready.takeAll(); i != HandleTable.NO_INDEX;) {
+            int next = table.link(i); // before the cache relinks it
+            Page p = table.pageOf(i);
+            if (p.ownerPages != null) {
+                throw new AssertionError("a ready entry in an owned page"); // lanes of owned classes keep none
+            }
+            releaseSlot(c, p, table.address(i));
+            c.cacheIndex(table, i);
+            i = next;
+        }
+    }
+
+    /** {@return whether a lane keeps ready entries} Racy reads: a hint for the background thread's idle tick. */
+    boolean anyReady() {
+        for (SizeClassPages c : classes) {
+            if (c.ready.count() > 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Releases the ready entries of every lane ({@code all}), or of the lanes whose chain is
+     * older than {@link ReadyEntries#MAX_AGE_NANOS}. Round thread only.
+     */
+    void releaseReady(boolean all) {
+        long now = System.nanoTime();
+        for (SizeClassPages c : classes) {
+            if (all ? c.ready.count() > 0 : c.ready.aged(now)) { // racy: a hint, taken under the lock
+                c.lock.lock();
+                try {
+                    releaseReady(c);
+                } finally {
+                    c.lock.unlock();
+                }
+            }
+        }
     }
 
 }

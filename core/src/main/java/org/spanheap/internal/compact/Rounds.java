@@ -176,7 +176,8 @@ final class Rounds {
     boolean hasWork(boolean idle, long operations) {
         boolean rest = idle ? pacing.restDueOnIdleTick(operations) : pacing.restPassGoesOn(operations);
         return limbo.pendingUnits() << 4 >= batchBytes || epochWanted
-                || (idle && (!limbo.isEmpty() || evacuation.hasMovedOut() || !pendingSlots.isEmpty()))
+                || (idle && (!limbo.isEmpty() || evacuation.hasMovedOut() || !pendingSlots.isEmpty()
+                        || limboRelease.anyReady()))
                 || pacing.compactionDue() || rest;
     }
 
@@ -187,6 +188,9 @@ final class Rounds {
             if (!epochs.closed) {
                 boolean rest = pacing.restPass();
                 boolean compacting = rest || pacing.compactionDue();
+                if (compacting) {
+                    releaseReady(); // the plan sees the pages' true use
+                }
                 long moved = round(compacting ? kappa : Integer.MAX_VALUE, rest ? 0 : pacing.minSourceAgeNanos,
                         rest ? BackgroundPacing.ANY_SOURCE : BackgroundPacing.PASS_SOURCE_USE);
                 pacing.afterRound(rest, compacting, moved);
@@ -234,10 +238,12 @@ final class Rounds {
         int[] freed = limboRelease.heads;
         boolean wanted = epochWanted;
         epochWanted = false; // before the change: an owner asking after it asks again
+        limboRelease.releaseReady(false); // what allocations left unused for a while goes back to the pages
         limbo.drain(freed); // volatile: the pushers' links are visible
         long planned = goal == Integer.MAX_VALUE ? 0 : evacuation.plan(goal, minAge, maxSourceUse);
         if (LimboRelease.isEmpty(freed) && evacuation.count() == 0 && !evacuation.hasMovedOut() && !wanted
                 && pendingSlots.isEmpty()) {
+            emptied.giveBack(); // what the ready entries' release emptied
             return 0;
         }
         MemoryReleaseEvent release = new MemoryReleaseEvent();
@@ -311,6 +317,15 @@ final class Rounds {
         }
     }
 
+    /**
+     * Gives every lane's {@link ReadyEntries} back to their pages, and the pages that left empty
+     * to the page source (caller holds the lock).
+     */
+    private void releaseReady() {
+        limboRelease.releaseReady(true);
+        emptied.giveBack();
+    }
+
     /** A round that reclaims the limbo and moves nothing (caller holds the lock). */
     void reclaim() {
         round(Integer.MAX_VALUE, 0, BackgroundPacing.ANY_SOURCE);
@@ -344,6 +359,7 @@ final class Rounds {
         lock.lock();
         try {
             epochs.checkOpen();
+            releaseReady();
             reclaim(); // holes freed before the call count as old
             long since = System.nanoTime();
             long moved = 0;
@@ -376,6 +392,7 @@ final class Rounds {
             trimming = true; // this event reports the round's release too
             try {
                 reclaim();
+                releaseReady();
             } finally {
                 trimming = false;
             }

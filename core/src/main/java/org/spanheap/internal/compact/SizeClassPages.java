@@ -37,6 +37,14 @@ final class SizeClassPages {
     long allocated, allocatedBytes, released, releasedBytes;
     /** Free handle indices of this lane. */
     final IndexCache indices = new IndexCache();
+    /** Freed entries whose epoch closed, reused with their slots ({@link ReadyEntries}). */
+    final ReadyEntries ready = new ReadyEntries();
+    /**
+     * Whether rounds hand this lane's freed entries to {@link #ready}: with a background thread
+     * and where no thread owns pages of the class (an owner's slots are its own). Set before
+     * the heap is published.
+     */
+    boolean reuseReady;
 
     /** Names this lane's pages in the handle table: a page holds an id from {@link #addPage} to {@link #removePage}. */
     private final PageIds pageIds;
