@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The scaling figures on a many-core machine, in one pass that fits a few minutes: the native
 # harness's larson, threadtest and prod-con against glibc, jemalloc and mimalloc; the compacting
-# heap's cache churn (lanes, thread-owned pages, malloc) at rising thread counts, and its reads
+# heap's cache churn (lanes, thread-owned pages, malloc, and at 2 and all threads a handle table
+# over malloc: the floor of any store of handles) at rising thread counts, and its reads
 # alone; CacheBenchmark's 5% and 50% write rows against OHC at 2 and all threads; the Java
 # allocator rows (64 B allocate+touch+free at 1 and all threads, threadtest, larson) against the
 # allocators through FFM; the one-thread replace; with JCSTRESS_JAR set, the compacting heap's
@@ -85,7 +86,8 @@ churn_run() { # STORE THREADS [ARGS...]: one run, one line
         "$(echo "$r" | grep '^cpu ')" >> "$out/churn.txt"
 }
 for t in 1 2 4 8 "$top"; do
-    stores=(COMPACTING MALLOC_FFM); [ "$t" = 2 ] || [ "$t" = "$top" ] && stores=(COMPACTING COMPACTING_OWNED MALLOC_FFM)
+    stores=(COMPACTING MALLOC_FFM)
+    [ "$t" = 2 ] || [ "$t" = "$top" ] && stores=(COMPACTING COMPACTING_OWNED MALLOC_FFM HANDLES_ON_MALLOC)
     for s in "${stores[@]}"; do churn_run "$s" "$t"; done
 done
 for t in 1 "$top"; do # the reads alone: the same objects and index, no replace
