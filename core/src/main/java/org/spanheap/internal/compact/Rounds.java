@@ -359,8 +359,8 @@ final class Rounds {
         lock.lock();
         try {
             epochs.checkOpen();
-            releaseReady();
             reclaim(); // holes freed before the call count as old
+            releaseReady(); // and the pages see them: ready entries go back to their pages
             long since = System.nanoTime();
             long moved = 0;
             for (int guard = 0; guard < 1_000_000 && !epochs.closed; guard++) {

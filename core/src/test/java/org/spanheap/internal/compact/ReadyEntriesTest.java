@@ -5,7 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 import org.spanheap.StaleHandleException;
 
@@ -127,6 +131,71 @@ class ReadyEntriesTest {
             }
         } finally {
             heap.close();
+        }
+    }
+
+    /**
+     * Randomized, one thread: frees that fill the (small) reclaim batch run rounds with moves
+     * in the freeing thread, which plan with ready entries still in the pages; with ticks,
+     * {@code compact()}, {@code trim()} and {@code relocate()} between them, every live object
+     * keeps its bytes, and at the end every page goes back (a {@code compact()} that gave the
+     * ready entries back before its own reclaim, not after, left pages behind).
+     */
+    @Test
+    void randomOperationsKeepEveryObjectAndGiveEveryPageBack() {
+        for (long seed = 1; seed <= 4; seed++) {
+            SplittableRandom r = new SplittableRandom(seed);
+            CompactFitHeap heap = CompactFitHeap.withoutBackgroundThreadReusingEntries(4096, 1, 2048, 4096, 0);
+            try {
+                List<long[]> live = new ArrayList<>(); // {handle, size, pattern}
+                for (int op = 0; op < 20_000; op++) {
+                    int k = r.nextInt(100);
+                    if (k < 52 || live.isEmpty()) {
+                        int size = r.nextInt(3) == 0 ? 16 + r.nextInt(113) : 129 + r.nextInt(900);
+                        long pattern = r.nextLong();
+                        long h = heap.allocate(size, null, null);
+                        fill(heap.resolve(h), pattern);
+                        live.add(new long[] {h, size, pattern});
+                    } else if (k < 96) {
+                        long[] o = live.remove(r.nextInt(live.size()));
+                        check(heap, o);
+                        heap.free(o[0]);
+                    } else if (k < 98) {
+                        heap.backgroundTick(r.nextBoolean());
+                    } else if (k < 99) {
+                        heap.relocate(live.get(r.nextInt(live.size()))[0]);
+                    } else if (r.nextBoolean()) {
+                        heap.compact();
+                    } else {
+                        heap.trim();
+                    }
+                }
+                for (long[] o : live) {
+                    check(heap, o);
+                    heap.free(o[0]);
+                }
+                heap.compact();
+                assertEquals(0, heap.stats().liveObjects(), "seed " + seed);
+                assertEquals(0, heap.stats().pages(), "seed " + seed + ": every page went back");
+            } finally {
+                heap.close();
+            }
+        }
+    }
+
+    private static void fill(MemorySegment s, long pattern) {
+        for (long at = 0; at + 8 <= s.byteSize(); at += 8) {
+            s.set(ValueLayout.JAVA_LONG_UNALIGNED, at, pattern + at);
+        }
+    }
+
+    private static void check(CompactFitHeap heap, long[] o) {
+        MemorySegment s = heap.resolve(o[0]);
+        assertEquals(o[1], s.byteSize());
+        for (long at = 0; at + 8 <= s.byteSize(); at += 8) {
+            if (s.get(ValueLayout.JAVA_LONG_UNALIGNED, at) != o[2] + at) {
+                throw new AssertionError("object of " + o[1] + " bytes changed at byte " + at);
+            }
         }
     }
 }
