@@ -128,7 +128,7 @@ final class LimboRelease {
      * Gives the slots of lane {@code c}'s {@link ReadyEntries} back to their pages and their
      * indices to the lane's cache (caller holds the lane's lock). Their release is counted already.
      */
-    void releaseReady(SizeClassPages c) {
+    private void releaseReady(SizeClassPages c) {
         for (int i = c.ready.takeAll(); i != HandleTable.NO_INDEX;) {
             int next = table.link(i); // before the cache relinks it
             Page p = table.pageOf(i);

@@ -41,12 +41,7 @@ class ReadyEntriesTest {
     }
 
     private static int notFull(CompactFitHeap heap) {
-        for (int c = 0; c < heap.sizeClassCount(); c++) {
-            if (heap.blockSize(c) == BLOCK) {
-                return heap.stats().notFullPages()[c];
-            }
-        }
-        throw new AssertionError("no class of " + BLOCK + " bytes");
+        return NotFullPages.ofBlock(heap, BLOCK);
     }
 
     @Test
