@@ -7,8 +7,10 @@ package org.spanheap;
  *
  * @param liveBytes bytes requested by live objects (large ones included)
  * @param liveObjects live objects (large ones included)
- * @param blockBytes bytes of the blocks and mappings holding live objects and
- *        freed objects not yet reclaimed, at least {@code liveBytes}
+ * @param blockBytes bytes of the blocks and mappings holding live objects,
+ *        freed objects not yet reclaimed, and reclaimed blocks kept with their
+ *        handle entries for the next allocations of their class; at least
+ *        {@code liveBytes}
  * @param committedBytes bytes the heap holds from the OS: its pages plus the
  *        mappings of large objects and the resident runs of its large segments (not
  *        the runs given back lazily, which the OS may take at any moment)

@@ -94,6 +94,8 @@ public final class CompactFitHeap {
     private final PageOwnership ownership;
     /** Killed indices waiting for an epoch change: striped lock-free stacks ({@link Limbo}). */
     private final Limbo limbo = new Limbo(table);
+    /** Killed indices of the lanes that keep ready entries, a stack per lane ({@link LaneLimbo}). */
+    private final LaneLimbo laneLimbo;
     /** Objects above the largest size class, each in a mapping. */
     private final LargeObjects large;
     /** The rounds: reclaim, compaction, epoch changes. */
@@ -127,12 +129,13 @@ public final class CompactFitHeap {
                 classes[i] = new SizeClassPages(i, c, sizes.blockSize(c), pageSize, table.pageIds);
             }
         }
+        this.laneLimbo = new LaneLimbo(table, classes.length);
         EmptiedPages emptied = new EmptiedPages(source);
         this.large = new LargeObjects(table, source);
         this.kappa = kappa;
         this.iota = iota;
         PendingSlots pendingSlots = new PendingSlots(emptied);
-        this.rounds = new Rounds(table, classes, source, limbo, new LimboRelease(table, classes, large, emptied),
+        this.rounds = new Rounds(table, classes, source, limbo, new LimboRelease(table, classes, laneLimbo, large, emptied),
                 pendingSlots, new Evacuation(table, classes, iota, emptied), emptied, large,
                 new BackgroundPacing(classes, limbo, kappa, pageSize, passIntervalNanos, background), epochs, kappa,
                 reclaimBatchBytes);
@@ -144,8 +147,8 @@ public final class CompactFitHeap {
             }
         }
         this.ownership = new PageOwnership(rounds, epochs, table, source, limbo, pendingSlots, classes, firstLane, owned);
-        this.census = new HeapCensus(table, classes, sizes.count(), pageSize, source, limbo, pendingSlots, ownership,
-                large);
+        this.census = new HeapCensus(table, classes, sizes.count(), pageSize, source, limbo, laneLimbo, pendingSlots,
+                ownership, large);
         if (startThread && reclaimBatchBytes > 0) {
             rounds.start(new Compactor(this));
         }
@@ -415,6 +418,7 @@ public final class CompactFitHeap {
      */
     private int takeReady(SizeClassPages c) {
         for (int i; (i = c.ready.pop(table)) != HandleTable.NO_INDEX;) {
+            c.countRelease(table.stateAcquire(i)); // the freed object's release, counted as it is reused
             Page p = table.pageOf(i);
             if (!p.evacuating) {
                 return i;
@@ -635,6 +639,12 @@ public final class CompactFitHeap {
                 }
                 if (p.remoteFree.push(table, index)) {
                     return; // the owner reclaims it
+                }
+                SizeClassPages c = p.sizeClass;
+                if (c.reuseReady && !HandleTable.killExhausts(state)) {
+                    laneLimbo.push(c.index, index); // to the lane's ready entries, unread, after the epoch
+                    rounds.limboPushed(limbo.count(HandleTable.size(state)));
+                    return;
                 }
             }
         }

@@ -15,18 +15,20 @@ final class HeapCensus {
     private final long pageSize;
     private final PageReserve source;
     private final Limbo limbo;
+    private final LaneLimbo laneLimbo;
     private final PendingSlots pendingSlots;
     private final PageOwnership ownership;
     private final LargeObjects large;
 
     HeapCensus(HandleTable table, SizeClassPages[] classes, int sizeClassCount, long pageSize, PageReserve source,
-            Limbo limbo, PendingSlots pendingSlots, PageOwnership ownership, LargeObjects large) {
+            Limbo limbo, LaneLimbo laneLimbo, PendingSlots pendingSlots, PageOwnership ownership, LargeObjects large) {
         this.table = table;
         this.classes = classes;
         this.sizeClassCount = sizeClassCount;
         this.pageSize = pageSize;
         this.source = source;
         this.limbo = limbo;
+        this.laneLimbo = laneLimbo;
         this.pendingSlots = pendingSlots;
         this.ownership = ownership;
         this.large = large;
@@ -47,11 +49,22 @@ final class HeapCensus {
                 }
             }
         }
+        long[] lanePending = new long[2];
+        for (SizeClassPages c : classes) {
+            for (int s = 0; s < LaneLimbo.STRIPES; s++) {
+                for (int i = laneLimbo.peek(c.index, s); i != HandleTable.NO_INDEX; i = table.link(i)) {
+                    lanePending[0]++;
+                    lanePending[1] += HandleTable.size(table.stateAcquire(i));
+                }
+            }
+        }
+        long[] ready = new long[2];
         int[] notFull = new int[sizeClassCount];
         long blockBytes = 0, pages = 0, frag = 0, objects = 0, bytes = 0;
         for (SizeClassPages c : classes) {
             c.lock.lock();
             try {
+                c.ready.addPending(table, ready); // reclaimed, counted live in their lane until reused
                 blockBytes += c.liveBlocks * c.blockSize;
                 pages += c.pageCount();
                 frag += c.fragmentationBytes();
@@ -62,11 +75,14 @@ final class HeapCensus {
                 c.lock.unlock();
             }
         }
+        objects -= ready[0];
+        bytes -= ready[1];
         long[] owned = new long[7];
         ownership.addCounters(owned);
         long[] waiting = new long[2];
         pendingSlots.addCounters(waiting);
-        pendingObjects += waiting[0];
+        pendingObjects += waiting[0] + lanePending[0];
+        pendingBytes += lanePending[1];
         pendingBytes += waiting[1];
         objects += owned[0] - owned[2];
         bytes += owned[1] - owned[3];

@@ -21,6 +21,11 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * threads rarely share a line, and the round walks the stripes' chains side
  * by side ({@link ReleasePiece#read}), so their misses overlap.
  *
+ * <p>A stripe's units also count the frees that went on the lanes' stacks ({@link LaneLimbo},
+ * {@link #count}): a stripe whose chain is empty may hold units, and is not empty then. A round
+ * drains the stripes before the lanes' stacks, so units added after their entry was taken can
+ * only bring one round more, never leave an entry behind with its stripe at zero.
+ *
  * <p>Memory order, per stripe: a push writes its entry's link plainly, then
  * CASes the word (volatile), which publishes the link; a drain's getAndSet
  * (volatile) reads the word after every push it sees, so the links of the
@@ -67,6 +72,19 @@ public final class Limbo {
                 return pending * STRIPES;
             }
         }
+    }
+
+    /**
+     * Counts a free of {@code size} bytes that went on a lane's stack ({@link LaneLimbo}) in the
+     * calling thread's stripe, without an entry, so that the rounds are paced by every freed byte;
+     * {@return the estimate {@link #push(int, long)} returns}. An add, not a CAS loop: it never
+     * retries. It does not saturate, and cannot reach the top bit: a stripe is drained at every
+     * round, and a free waits for one once the limbo holds a few reclaim batches.
+     */
+    long count(long size) {
+        int at = (int) (Thread.currentThread().threadId() & (STRIPES - 1)) * SPACING;
+        long units = Math.max((size + 15) >>> 4, 1);
+        return ((words.getAndAdd(at, units << 32) >>> 32) + units) * STRIPES;
     }
 
     /**

@@ -6,8 +6,9 @@ package org.spanheap.internal.compact;
  * left empty to the page source, after the class lock), and their handle
  * indices to their class's cache (or to the table when a class holds too
  * many, or retired when their generation ran out); large objects go to
- * {@link LargeObjects#release}. Used by the round's thread only (under the
- * heap's round lock); each class is touched under its lock.
+ * {@link LargeObjects#release}; the chains it drained from the {@link LaneLimbo}
+ * go to their lanes' {@link ReadyEntries} whole. Used by the round's thread only
+ * (under the heap's round lock); each class is touched under its lock.
  */
 final class LimboRelease {
 
@@ -19,9 +20,15 @@ final class LimboRelease {
     private final ReleasePiece piece;
     /** The round's scratch: the stripes' chains it took from the limbo, each walked to its end. */
     final int[] heads = new int[Limbo.STRIPES];
+    private final LaneLimbo lanes;
+    /** The round's scratch: the lanes' stacks it took ({@link LaneLimbo} words), by lane and stripe. */
+    private final long[] laneWords;
 
-    LimboRelease(HandleTable table, SizeClassPages[] classes, LargeObjects large, EmptiedPages emptied) {
+    LimboRelease(HandleTable table, SizeClassPages[] classes, LaneLimbo lanes, LargeObjects large,
+            EmptiedPages emptied) {
         this.table = table;
+        this.lanes = lanes;
+        this.laneWords = new long[classes.length * LaneLimbo.STRIPES];
         this.classes = classes;
         this.large = large;
         this.emptied = emptied;
@@ -73,7 +80,6 @@ final class LimboRelease {
     /** Releases the entries of {@code piece}'s group {@code ci}, all of class {@code c}. */
     private long releaseClassPiece(SizeClassPages c, ReleasePiece piece, int ci) {
         long bytes = 0;
-        long now = c.reuseReady ? System.nanoTime() : 0;
         int end = piece.groupEnd(ci);
         for (int k = piece.groupStart(ci); k < end;) {
             c.lock.lock();
@@ -92,15 +98,11 @@ final class LimboRelease {
                         }
                         continue;
                     }
-                    c.liveBlocks--;
-                    c.released++;
-                    c.releasedBytes += HandleTable.size(state); // a kill keeps the size
+                    c.countRelease(state);
                     bytes += c.blockSize;
                     if (HandleTable.exhausted(state)) {
                         releaseSlot(c, p, piece.address(pos));
                         table.retire(); // its generation ran out: never reused
-                    } else if (c.reuseReady && !p.evacuating && c.ready.count() < ReadyEntries.cap(c.liveBlocks)) {
-                        c.ready.push(table, i, now); // index and slot reused together: the page is not touched
                     } else {
                         releaseSlot(c, p, piece.address(pos));
                         c.cacheIndex(table, i);
@@ -111,6 +113,80 @@ final class LimboRelease {
             }
         }
         return bytes; // the emptied pages go back at the end of the round
+    }
+
+    /**
+     * Takes the stacks of the lanes' {@link LaneLimbo}, before the epoch change; {@return
+     * whether any held an entry}. After the stripes of the heap-wide limbo (see {@link Limbo}).
+     */
+    boolean drainLanes() {
+        boolean any = false;
+        for (SizeClassPages c : classes) {
+            if (c.reuseReady) {
+                for (int s = 0; s < LaneLimbo.STRIPES; s++) {
+                    long w = lanes.drain(c.index, s);
+                    laneWords[c.index * LaneLimbo.STRIPES + s] = w;
+                    any |= w != 0;
+                }
+            }
+        }
+        return any;
+    }
+
+    /**
+     * Hands the chains {@link #drainLanes} took, whose epoch has closed, to their lanes'
+     * {@link ReadyEntries} whole, or, for a lane whose entries would exceed
+     * {@link ReadyEntries#cap}, gives them back to their pages; {@return their blocks' bytes}.
+     */
+    long handOverLanes() {
+        long bytes = 0;
+        long now = System.nanoTime();
+        for (SizeClassPages c : classes) {
+            int at = c.index * LaneLimbo.STRIPES;
+            long taken = 0;
+            for (int s = 0; s < LaneLimbo.STRIPES; s++) {
+                taken |= laneWords[at + s];
+            }
+            if (taken == 0) {
+                continue; // nothing taken: no need for the lane's lock
+            }
+            c.lock.lock();
+            try {
+                for (int s = 0; s < LaneLimbo.STRIPES; s++) {
+                    long w = laneWords[at + s];
+                    if (w == 0) {
+                        continue;
+                    }
+                    laneWords[at + s] = 0;
+                    int n = LaneLimbo.count(w);
+                    bytes += (long) n * c.blockSize;
+                    if (c.ready.count() + n <= ReadyEntries.cap(c.liveBlocks)) {
+                        c.ready.addChain(LaneLimbo.head(w), n, now); // unread: the pages are not touched
+                    } else {
+                        releaseChain(c, LaneLimbo.head(w));
+                    }
+                }
+            } finally {
+                c.lock.unlock();
+            }
+        }
+        return bytes;
+    }
+
+    /**
+     * Releases the freed entries of the chain from {@code first} of lane {@code c}: slots to
+     * their pages, indices to the lane's cache (caller holds the lane's lock). None is
+     * exhausted (those go on the heap-wide limbo) or in an owned page (lanes that keep ready
+     * entries have none).
+     */
+    private void releaseChain(SizeClassPages c, int first) {
+        for (int i = first; i != HandleTable.NO_INDEX;) {
+            int next = table.link(i); // before the cache relinks it
+            c.countRelease(table.stateAcquire(i));
+            releaseSlot(c, table.pageOf(i), table.address(i));
+            c.cacheIndex(table, i);
+            i = next;
+        }
     }
 
     /** Gives the slot of a released block at {@code address} back to its page {@code p} of lane {@code c} (caller holds its lock). */
@@ -126,18 +202,11 @@ final class LimboRelease {
 
     /**
      * Gives the slots of lane {@code c}'s {@link ReadyEntries} back to their pages and their
-     * indices to the lane's cache (caller holds the lane's lock). Their release is counted already.
+     * indices to the lane's cache (caller holds the lane's lock).
      */
     private void releaseReady(SizeClassPages c) {
-        for (int i = c.ready.takeAll(); i != HandleTable.NO_INDEX;) {
-            int next = table.link(i); // before the cache relinks it
-            Page p = table.pageOf(i);
-            if (p.ownerPages != null) {
-                throw new AssertionError("a ready entry in an owned page"); // lanes of owned classes keep none
-            }
-            releaseSlot(c, p, table.address(i));
-            c.cacheIndex(table, i);
-            i = next;
+        for (int h; (h = c.ready.takeChain()) != HandleTable.NO_INDEX;) {
+            releaseChain(c, h);
         }
     }
 

@@ -1,18 +1,23 @@
 package org.spanheap.internal.compact;
 
+import java.util.Arrays;
+
 /**
  * Freed entries of one lane whose epoch has closed, kept whole for reuse: an allocation in the
  * lane takes an entry's index and the slot its block still holds together, so neither the
- * round nor the allocation touches the page's slots or use count. The round only links the
- * entries here (their table lines are in its cache from the limbo's walk), instead of
- * releasing each slot to its page, whose lines the allocating threads write from other cores.
+ * round nor the allocation touches the page's slots or use count. The round hands over the
+ * chains it took from the lane's stack of the {@link LaneLimbo} as they are, unread (one chain
+ * per round), instead of releasing each slot to its page, whose lines the allocating threads
+ * write from other cores.
  *
- * <p>An entry here is dead (killed, its epoch closed, its generation not exhausted), counted
- * as released in its lane, and still holds its slot: its page counts the block as used. So
- * that pages empty and kappa sees their true use, the round releases what is left here to the
- * pages before it plans moves, when the chain is older than {@link #MAX_AGE_NANOS}, and beyond
- * {@link #cap}. Everything here is touched under the lane's lock. Chained through the table's
- * links (an entry is in one list at a time: the limbo, here, or an index cache).
+ * <p>An entry here is dead (killed, its epoch closed, its generation not exhausted) and still
+ * holds its slot: its page counts the block as used, and its lane counts it as live
+ * ({@link SizeClassPages#liveBlocks}) until it is reused or given back, where its release is
+ * counted. So that pages empty and kappa sees their true use, the round gives back what is
+ * left here to the pages before it plans moves, when the entries are older than
+ * {@link #MAX_AGE_NANOS}, and beyond {@link #cap}. Everything here is touched under the lane's
+ * lock. Chains are linked through the table's links (an entry is in one list at a time: a
+ * limbo, here, or an index cache) and end at {@code NO_INDEX}.
  */
 final class ReadyEntries {
 
@@ -21,9 +26,13 @@ final class ReadyEntries {
     /** The least {@link #cap}. */
     static final int MIN_CAP = 256;
 
+    /** The chain allocations take from. */
     private int head = HandleTable.NO_INDEX;
+    /** Further chains, whole, taken after {@link #head}'s ends (last in, first taken). */
+    private int[] chains = new int[4];
+    private int chainCount;
     private int count;
-    /** {@code System.nanoTime()} when the chain last went from empty to not empty. */
+    /** {@code System.nanoTime()} when the entries last went from none to some. */
     private long since;
 
     int count() {
@@ -35,36 +44,67 @@ final class ReadyEntries {
         return Math.max(MIN_CAP, liveBlocks >> 4);
     }
 
-    /** Links {@code index} at the head (caller holds the lane's lock). */
-    void push(HandleTable table, int index, long now) {
-        if (head == HandleTable.NO_INDEX) {
+    /** Adds the chain from {@code first} of {@code n} entries, as it is (caller holds the lane's lock). */
+    void addChain(int first, int n, long now) {
+        if (count == 0) {
             since = now;
         }
-        table.setLink(index, head);
-        head = index;
-        count++;
+        count += n;
+        if (head == HandleTable.NO_INDEX) {
+            head = first;
+            return;
+        }
+        if (chainCount == chains.length) {
+            chains = Arrays.copyOf(chains, chainCount * 2);
+        }
+        chains[chainCount++] = first;
     }
 
     /** {@return an entry to reuse, or {@code NO_INDEX}} (caller holds the lane's lock) */
     int pop(HandleTable table) {
         int i = head;
-        if (i != HandleTable.NO_INDEX) {
-            head = table.link(i);
-            count--;
+        if (i == HandleTable.NO_INDEX) {
+            if (chainCount == 0) {
+                return i;
+            }
+            i = chains[--chainCount];
         }
+        head = table.link(i);
+        count--;
         return i;
     }
 
-    /** {@return whether the chain is older than {@link #MAX_AGE_NANOS} at {@code now}} */
+    /** {@return whether the entries are older than {@link #MAX_AGE_NANOS} at {@code now}} */
     boolean aged(long now) {
         return count > 0 && now - since > MAX_AGE_NANOS;
     }
 
-    /** Takes the whole chain: {@return its head} (caller holds the lane's lock) */
-    int takeAll() {
+    /**
+     * Adds the entries here and their freed objects' requested bytes to {@code out[0]} and {@code out[1]}
+     * (caller holds the lane's lock; a walk through every entry, for the statistics).
+     */
+    void addPending(HandleTable table, long[] out) {
+        for (int k = chainCount; k >= 0; k--) {
+            for (int i = k == chainCount ? head : chains[k]; i != HandleTable.NO_INDEX; i = table.link(i)) {
+                out[0]++;
+                out[1] += HandleTable.size(table.stateAcquire(i)); // a kill keeps the size
+            }
+        }
+    }
+
+    /**
+     * Takes the next whole chain: {@return its first entry, or {@code NO_INDEX} once none is
+     * left} (caller holds the lane's lock). Taking until {@code NO_INDEX} empties this.
+     */
+    int takeChain() {
         int h = head;
-        head = HandleTable.NO_INDEX;
-        count = 0;
+        if (h != HandleTable.NO_INDEX) {
+            head = HandleTable.NO_INDEX;
+        } else if (chainCount > 0) {
+            h = chains[--chainCount];
+        } else {
+            count = 0;
+        }
         return h;
     }
 }

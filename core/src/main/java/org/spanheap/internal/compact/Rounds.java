@@ -240,8 +240,9 @@ final class Rounds {
         epochWanted = false; // before the change: an owner asking after it asks again
         limboRelease.releaseReady(false); // what allocations left unused for a while goes back to the pages
         limbo.drain(freed); // volatile: the pushers' links are visible
+        boolean laneFrees = limboRelease.drainLanes(); // after the stripes (see Limbo)
         long planned = goal == Integer.MAX_VALUE ? 0 : evacuation.plan(goal, minAge, maxSourceUse);
-        if (LimboRelease.isEmpty(freed) && evacuation.count() == 0 && !evacuation.hasMovedOut() && !wanted
+        if (LimboRelease.isEmpty(freed) && !laneFrees && evacuation.count() == 0 && !evacuation.hasMovedOut() && !wanted
                 && pendingSlots.isEmpty()) {
             emptied.giveBack(); // what the ready entries' release emptied
             return 0;
@@ -255,7 +256,7 @@ final class Rounds {
                 heapName);
         evacuation.releaseMovedOut(); // the last round's moved-out slots: their epoch closed just now
         long moved = evacuation.execute();
-        long reclaimed = limboRelease.release(freed);
+        long reclaimed = limboRelease.release(freed) + limboRelease.handOverLanes();
         pendingSlots.release(epochs.closedThrough); // given-up pages' slots of the epoch just closed
         emptied.giveBack(); // the pages this round emptied, in one batch
         large.giveBackRuns(false);

@@ -37,12 +37,12 @@ final class SizeClassPages {
     long allocated, allocatedBytes, released, releasedBytes;
     /** Free handle indices of this lane. */
     final IndexCache indices = new IndexCache();
-    /** Freed entries whose epoch closed, reused with their slots ({@link ReadyEntries}). */
+    /** Freed entries whose epoch closed, reused with their slots ({@link ReadyEntries}); counted in {@link #liveBlocks} until then. */
     final ReadyEntries ready = new ReadyEntries();
     /**
-     * Whether rounds hand this lane's freed entries to {@link #ready}: with a background thread
-     * and where no thread owns pages of the class (an owner's slots are its own). Set before
-     * the heap is published.
+     * Whether this lane's frees go on its stack of the {@link LaneLimbo} and from there, after
+     * their epoch, to {@link #ready}: with a background thread and where no thread owns pages of
+     * the class (an owner's slots are its own). Set before the heap is published.
      */
     boolean reuseReady;
 
@@ -66,6 +66,13 @@ final class SizeClassPages {
      */
     int slotAt(long offset) {
         return (int) Math.unsignedMultiplyHigh(offset, blockReciprocal);
+    }
+
+    /** Counts the release of a freed block of this lane whose killed entry is in {@code state} (caller holds the lock). */
+    void countRelease(long state) {
+        liveBlocks--;
+        released++;
+        releasedBytes += HandleTable.size(state); // a kill keeps the size
     }
 
     /**

@@ -73,6 +73,34 @@ class ReadyEntriesTest {
     }
 
     @Test
+    void statisticsCountAFreeAsPendingUntilItsRoundAndAsFreedWhileItWaitsForReuse() {
+        CompactFitHeap heap = heap();
+        try {
+            long[] h = allocate(heap, 8);
+            heap.free(h[1]);
+            heap.free(h[6]);
+            var before = heap.stats();
+            assertEquals(6, before.liveObjects(), "the frees on their lane's stack are not live");
+            assertEquals(6 * BLOCK, before.liveBytes());
+            assertEquals(2 * BLOCK, before.pendingReclaimBytes(), "they wait for an epoch change");
+            assertTrue(heap.backgroundTick(true), "the tick hands them to the lane whole");
+            var after = heap.stats();
+            assertEquals(6, after.liveObjects());
+            assertEquals(6 * BLOCK, after.liveBytes());
+            assertEquals(0, after.pendingReclaimBytes(), "their epoch closed");
+            assertEquals(8 * BLOCK, after.blockBytes(), "their blocks are still held, for the next allocations");
+            heap.allocate(BLOCK, null, null);
+            assertEquals(7, heap.stats().liveObjects(), "one reused");
+            heap.trim();
+            var trimmed = heap.stats();
+            assertEquals(7, trimmed.liveObjects());
+            assertEquals(7 * BLOCK, trimmed.blockBytes(), "the other one's block went back to its page");
+        } finally {
+            heap.close();
+        }
+    }
+
+    @Test
     void compactGivesTheirSlotsBackAndEmptiesThePages() {
         CompactFitHeap heap = heap();
         try {
