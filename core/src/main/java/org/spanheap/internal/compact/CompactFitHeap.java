@@ -94,7 +94,7 @@ public final class CompactFitHeap {
     private final PageOwnership ownership;
     /** Killed indices waiting for an epoch change: striped lock-free stacks ({@link Limbo}). */
     private final Limbo limbo = new Limbo(table);
-    /** Killed indices of the lanes that keep ready entries, a stack per lane ({@link LaneLimbo}). */
+    /** Killed indices of the lanes that keep ready entries, four stacks per lane ({@link LaneLimbo}). */
     private final LaneLimbo laneLimbo;
     /** Objects above the largest size class, each in a mapping. */
     private final LargeObjects large;

@@ -9,9 +9,9 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * {@link Limbo}), and a round takes each stack whole and hands it, unread, to the lane's ready
  * entries. So the round does O(lanes) work for these frees, where the heap-wide limbo costs it
  * a walk through every freed entry (a cache miss each). The stripes keep two freeing threads
- * off one line: with one stack per lane, every free of the two threads of a 2-core machine
- * moved that line between their cores, and the cache churn at 2 threads ran at 0.82x the
- * heap-wide limbo. Each stack is one word on a cache line of its own:
+ * off one line: with one stack per lane, the frees of two threads share every stack's line
+ * (the cache churn at 2 threads on 2 cores ran at 0.76-0.98x the heap-wide limbo that way,
+ * 1.00x with the stripes). Each stack is one word on a cache line of its own:
  * <pre>
  *   63                       32 31                        0
  *  +----------------------------+---------------------------+
