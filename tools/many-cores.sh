@@ -7,9 +7,13 @@
 # allocator rows (64 B allocate+touch+free at 1 and all threads, threadtest, larson) against the
 # allocators through FFM; the one-thread replace; with JCSTRESS_JAR set, the compacting heap's
 # and the core's jcstress tests (quick mode) and the two randomized stress programs with as many
-# platform threads as cores.
+# platform threads as cores. With BASE_CLASSES set, also the compacting heap's churn at 2 and
+# all threads and CacheBenchmark's 50% write row at all threads for a build before, alternating
+# with this one.
 #
 #   tools/many-cores.sh OUT_DIR [THREADS]        THREADS: the top thread count (default nproc, at most 16)
+#   BASE_CLASSES=DIR tools/many-cores.sh ...     DIR: the core classes of the build before (its
+#                                                core/target/classes), put in front of the jar
 #
 # Needs: java (>= 22) on PATH, jmh/target/benchmarks.jar (or BENCHMARKS_JAR), native/build/libspanheap.so and
 # native/bench/build/spanheap-bench (make -C native lib && make -C native/bench), and the peers'
@@ -75,13 +79,15 @@ done
 # also the TLB shootdowns on all cores (the TLB line of /proc/interrupts) and the CPU seconds
 tlb() { awk '/TLB/ {s=0; for (i=2;i<=NF;i++) if ($i ~ /^[0-9]+$/) s+=$i; print s}' /proc/interrupts; }
 faults() { awk '$1=="pgfault" {print $2}' /proc/vmstat; }
-churn=(--enable-native-access=ALL-UNNAMED -Xms1g -Xmx1g -XX:+AlwaysPreTouch -cp "$jar" org.spanheap.jmh.CacheChurnBenchmark)
-churn_run() { # STORE THREADS [ARGS...]: one run, one line
-    local s=$1 t=$2 t0 f0 r; shift 2
+churn_jvm=(--enable-native-access=ALL-UNNAMED -Xms1g -Xmx1g -XX:+AlwaysPreTouch)
+churn=("${churn_jvm[@]}" -cp "$jar" org.spanheap.jmh.CacheChurnBenchmark)
+churn_run() { # STORE THREADS [ARGS...]: one run, one line; with BUILD=base, the build before
+    local s=$1 t=$2 t0 f0 r cp=$jar; shift 2
+    [ "${BUILD:-}" = base ] && cp=$BASE_CLASSES:$jar
     t0=$(tlb); f0=$(faults)
-    r=$( { TIMEFORMAT='cpu %U user %S sys %R wall'; time timeout 60 java "${churn[@]}" --store "$s" \
-        --seconds $csec --threads "$t" "$@"; } 2>&1 )
-    printf '%s threads=%s%s: %s tlb=%s faults=%s %s\n' "$s" "$t" "${*:+ $*}" \
+    r=$( { TIMEFORMAT='cpu %U user %S sys %R wall'; time timeout 60 java "${churn_jvm[@]}" -cp "$cp" \
+        org.spanheap.jmh.CacheChurnBenchmark --store "$s" --seconds $csec --threads "$t" "$@"; } 2>&1 )
+    printf '%s%s threads=%s%s: %s tlb=%s faults=%s %s\n' "$s" "${BUILD:+@$BUILD}" "$t" "${*:+ $*}" \
         "$(echo "$r" | grep -E '^max:' || echo failed)" "$(( $(tlb) - t0 ))" "$(( $(faults) - f0 ))" \
         "$(echo "$r" | grep '^cpu ')" >> "$out/churn.txt"
 }
@@ -93,6 +99,11 @@ done
 for t in 1 "$top"; do # the reads alone: the same objects and index, no replace
     for s in COMPACTING MALLOC_FFM; do churn_run "$s" "$t" --read-percent 100; done
 done
+if [ -n "${BASE_CLASSES:-}" ]; then # the build before against this one, alternating: four pairs
+    for t in 2 "$top"; do
+        for pair in 1 2 3 4; do BUILD=base churn_run COMPACTING "$t"; churn_run COMPACTING "$t"; done
+    done
+fi
 # where the compacting heap's threads wait at the top thread count: every park, by its stack; the
 # recording (OUT_DIR/churn.jfr) also keeps every round (org.spanheap.CompactionRound: duration,
 # handshake, bytes reclaimed and moved) and the execution samples of the profile settings, for
@@ -115,6 +126,15 @@ for t in 2 "$top"; do
     jmh cache-t$t -jar "$jar" 'org.spanheap.jmh.CacheBenchmark.op$' -p peer=SPANHEAP,OHC -p zipf=0.9 -p writePercent=5,50 \
         -p values=100 -t "$t" -f 1 "${it[@]}"
 done
+if [ -n "${BASE_CLASSES:-}" ]; then # the 50% write row, the build before and this one, twice
+    for pair in 1 2; do
+        for b in base this; do
+            cp=$jar; [ $b = base ] && cp=$BASE_CLASSES:$jar
+            jmh cache50-$b$pair-t$top -cp "$cp" org.openjdk.jmh.Main 'org.spanheap.jmh.CacheBenchmark.op$' -p peer=SPANHEAP \
+                -p zipf=0.9 -p writePercent=50 -p values=100 -t "$top" -f 1 "${it[@]}"
+        done
+    done
+fi
 jmh cache-owned -Dbench.heap=owned -jar "$jar" 'org.spanheap.jmh.CacheBenchmark.op$' -p peer=SPANHEAP -p zipf=0.9 -p writePercent=50 \
     -p values=100 -t "$top" -f 1 "${it[@]}"
 # --- Java: 64 B allocate+touch+free at 1 thread and all; threadtest and larson at all
