@@ -51,11 +51,8 @@ final class HeapCensus {
         }
         long[] lanePending = new long[2];
         for (SizeClassPages c : classes) {
-            for (int s = 0; s < LaneLimbo.STRIPES; s++) {
-                for (int i = laneLimbo.peek(c.index, s); i != HandleTable.NO_INDEX; i = table.link(i)) {
-                    lanePending[0]++;
-                    lanePending[1] += HandleTable.size(table.stateAcquire(i));
-                }
+            if (c.reuseReady) {
+                laneLimbo.addPending(c.index, lanePending);
             }
         }
         long[] ready = new long[2];

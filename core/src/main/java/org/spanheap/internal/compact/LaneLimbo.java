@@ -52,7 +52,7 @@ public final class LaneLimbo {
 
     /** Pushes the killed {@code index} on lane {@code lane}'s stack of the calling thread's stripe. */
     void push(int lane, int index) {
-        push(lane, (int) (Thread.currentThread().threadId() & (STRIPES - 1)), index);
+        push(lane, Limbo.stripeOfCurrentThread(), index);
     }
 
     /** {@link #push(int, int)} on stripe {@code stripe} (tests make two threads share one). */
@@ -87,8 +87,17 @@ public final class LaneLimbo {
         return (int) (word >>> 32);
     }
 
-    /** {@return the top of the chain of stripe {@code stripe} of lane {@code lane} without taking it} (caller keeps rounds out) */
-    int peek(int lane, int stripe) {
-        return (int) words.get((lane * STRIPES + stripe) * SPACING);
+    /**
+     * Adds the entries on lane {@code lane}'s stacks and their freed objects' requested bytes to
+     * {@code out[0]} and {@code out[1]}, without taking them (caller keeps rounds out; a walk,
+     * for the statistics).
+     */
+    void addPending(int lane, long[] out) {
+        for (int s = 0; s < STRIPES; s++) {
+            for (int i = (int) words.get((lane * STRIPES + s) * SPACING); i != HandleTable.NO_INDEX; i = table.link(i)) {
+                out[0]++;
+                out[1] += HandleTable.size(table.stateAcquire(i)); // a kill keeps the size
+            }
+        }
     }
 }

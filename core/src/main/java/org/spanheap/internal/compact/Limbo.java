@@ -50,6 +50,11 @@ public final class Limbo {
         this.table = table;
     }
 
+    /** {@return the calling thread's stripe} (by thread id; the lane limbo's stacks use it too) */
+    static int stripeOfCurrentThread() {
+        return (int) (Thread.currentThread().threadId() & (STRIPES - 1));
+    }
+
     /**
      * Pushes the killed {@code index} of an object of {@code size} bytes on the
      * calling thread's stripe; {@return an estimate of the 16-byte units in the
@@ -57,7 +62,7 @@ public final class Limbo {
      * than the push would be a miss per free on the other stripes' lines).
      */
     long push(int index, long size) {
-        return push((int) (Thread.currentThread().threadId() & (STRIPES - 1)), index, size);
+        return push(stripeOfCurrentThread(), index, size);
     }
 
     /** {@link #push(int, long)} on stripe {@code stripe} (tests make two threads share one). */
@@ -82,7 +87,7 @@ public final class Limbo {
      * round, and a free waits for one once the limbo holds a few reclaim batches.
      */
     long count(long size) {
-        int at = (int) (Thread.currentThread().threadId() & (STRIPES - 1)) * SPACING;
+        int at = stripeOfCurrentThread() * SPACING;
         long units = Math.max((size + 15) >>> 4, 1);
         return ((words.getAndAdd(at, units << 32) >>> 32) + units) * STRIPES;
     }
@@ -93,7 +98,7 @@ public final class Limbo {
      * thread's stripe in one CAS; {@return the estimate {@link #push(int, long)} returns}.
      */
     long pushChain(int head, int tail, long units) {
-        int at = (int) (Thread.currentThread().threadId() & (STRIPES - 1)) * SPACING;
+        int at = stripeOfCurrentThread() * SPACING;
         for (;;) {
             long top = words.get(at);
             table.setLink(tail, (int) top); // plain: published by the CAS below (volatile)

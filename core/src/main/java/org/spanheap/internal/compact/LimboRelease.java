@@ -100,11 +100,10 @@ final class LimboRelease {
                     }
                     c.countRelease(state);
                     bytes += c.blockSize;
+                    releaseSlot(c, p, piece.address(pos));
                     if (HandleTable.exhausted(state)) {
-                        releaseSlot(c, p, piece.address(pos));
                         table.retire(); // its generation ran out: never reused
                     } else {
-                        releaseSlot(c, p, piece.address(pos));
                         c.cacheIndex(table, i);
                     }
                 }
