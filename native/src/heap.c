@@ -79,6 +79,7 @@ static uint64_t random_key(void)
 SH_API sh_heap *sh_heap_create(const sh_config *cfg_in)
 {
     sh_size_classes_init();
+    sh_span_chains_init();
     sh_config cfg;
     if (cfg_in)
         cfg = *cfg_in;

@@ -113,6 +113,8 @@ typedef struct sh_lab {
     /* guards the chains of retired[] (span.c, chains_lock): taken by the
      * owner, and by a thread that sweeps an idle owner's chains */
     _Alignas(64) _Atomic int chain_lock;
+    _Atomic int chain_busy;       /* the owner is in its chains' section
+                                     without the lock (span.c)             */
     _Atomic uint32_t chains;      /* entries of retired[] with a chain: a
                                      hint for sweepers, written under it  */
     unsigned idx;                 /* 1..SH_MAX_LABS                         */

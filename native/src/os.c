@@ -8,6 +8,9 @@
  * a microsecond or more; routing them through one place costs a relaxed
  * atomic add and a load per call, nothing on any allocation fast path.
  *
+ * It also holds the one call that is not about memory's mapping but its
+ * ordering, membarrier, for the retired ring's chains lock (span.c).
+ *
  * The one place also holds a test-only fault injector,
  * sh_debug_fail_os_call (spanheap.h): it makes chosen calls of one kind fail
  * with ENOMEM as the OS would, so the tests can check what each failure
@@ -24,6 +27,8 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "os.h"
 
@@ -152,4 +157,27 @@ SH_API uint64_t sh_debug_os_calls(int kind)
         return 0;
     /* relaxed: a counter read for tests */
     return atomic_load_explicit(&counters[kind].calls, memory_order_relaxed);
+}
+
+/* The commands of membarrier(2) (linux/membarrier.h, spelled out so that
+ * older headers do). */
+#define SH_MEMBARRIER_PRIVATE_EXPEDITED (1 << 3)
+#define SH_MEMBARRIER_REGISTER_PRIVATE_EXPEDITED (1 << 4)
+
+bool sh_os_barrier_register(void)
+{
+#ifdef SYS_membarrier
+    return syscall(SYS_membarrier, SH_MEMBARRIER_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+#else
+    return false;
+#endif
+}
+
+bool sh_os_barrier_all(void)
+{
+#ifdef SYS_membarrier
+    return syscall(SYS_membarrier, SH_MEMBARRIER_PRIVATE_EXPEDITED, 0, 0) == 0;
+#else
+    return false;
+#endif
 }

@@ -20,4 +20,12 @@ void sh_os_unmap(void *p, size_t len);
  * Counted and injected as SH_OS_MMAP: it maps memory. */
 void *sh_os_remap(void *p, size_t old_len, size_t new_len);
 
+/* membarrier(2), private expedited: sh_os_barrier_register() once, before
+ * the first sh_os_barrier_all(); false where the kernel lacks it. After a
+ * true return, sh_os_barrier_all() makes every running thread of the
+ * process execute a full memory barrier before it returns (false: failed,
+ * nothing can be assumed). Not counted or injected: they map no memory. */
+bool sh_os_barrier_register(void);
+bool sh_os_barrier_all(void);
+
 #endif /* SH_OS_H */

@@ -59,6 +59,7 @@
  */
 #include "span.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <string.h>
 #include <time.h>
@@ -68,6 +69,7 @@
 #include "heap_types.h"
 #include "limit.h"
 #include "metadata.h"
+#include "os.h"
 #include "size_class.h"
 #include "span_pool.h"
 
@@ -466,10 +468,50 @@ bool sh_span_extend(sh_heap *h, sh_span *s, void **local)
  * stores NULL; L clears it with a CAS from e, so a span set up anew and
  * retired by another LAB keeps that LAB's entry. */
 
-/* The chains lock (lab->chain_lock): the owner holds it for every access
- * to its ring's chains, a sweeper (sh_heap_sweep_chains) for pushing them.
- * Uncontended but for a sweep; lock order: chain_lock before any LAB's
- * mutex (a push may link the span into a reusable set). */
+/* The chains lock. The owner of a LAB reaches its ring's chains at every
+ * free into a span it retired; a sweeper (sh_heap_sweep_chains, trim, the
+ * fork handler) rarely, to push an idle owner's chains. So the two sides
+ * pay differently (an asymmetric lock, as in user-space RCU):
+ *
+ *   owner:   chain_busy = 1; compiler barrier; lock word free? enter.
+ *            (else chain_busy = 0 and take the lock as a sweeper does)
+ *            ... chains ...; chain_busy = 0 (release)
+ *   sweeper: take the lock word (atomic exchange); membarrier, which makes
+ *            every running thread of the process execute a full barrier;
+ *            wait until chain_busy is 0 (acquire); ... chains ...; unlock
+ *
+ * The owner's store of chain_busy may still sit in its store buffer when it
+ * loads the lock word; that is what the membarrier covers. If the owner's
+ * barrier falls before its store, its load comes after the barrier and
+ * sees the lock taken, so it backs off; if after, the store is visible
+ * when membarrier returns, so the sweeper waits for the owner to leave
+ * (both may back off at once: the owner then waits on the lock word, and
+ * the sweeper, seeing chain_busy 0, goes in). So the owner's free into its
+ * ring costs two plain stores and a load, where an atomic exchange would
+ * wait for every earlier load and store of the thread (a free reads a cold
+ * block; the frees and allocations before it wrote others).
+ *
+ * Memory orders: the owner's release store of chain_busy = 0 pairs with
+ * the sweeper's acquire load of it; the sweeper's release unlock with the
+ * owner's acquire load of the lock word. Where membarrier is missing
+ * (chains_asymmetric false, set once before the first heap exists) the
+ * owner takes the lock word like everyone else. Lock order: the lock
+ * word before any LAB's mutex (a push may link the span into a reusable
+ * set); a sweeper holds no other lock while it waits for chain_busy, and
+ * the owner's section takes only LAB mutexes. */
+static bool chains_asymmetric;
+static pthread_once_t chains_once = PTHREAD_ONCE_INIT;
+
+static void chains_init_once(void)
+{
+    chains_asymmetric = sh_os_barrier_register();
+}
+
+void sh_span_chains_init(void)
+{
+    pthread_once(&chains_once, chains_init_once);
+}
+
 static void chains_lock(sh_lab *lab)
 {
     /* acquire: the previous holder's chain writes happen before ours */
@@ -483,19 +525,58 @@ static void chains_lock(sh_lab *lab)
     }
 }
 
-static bool chains_trylock(sh_lab *lab)
-{
-    return !atomic_exchange_explicit(&lab->chain_lock, 1, memory_order_acquire);
-}
-
 static void chains_unlock(sh_lab *lab)
 {
     atomic_store_explicit(&lab->chain_lock, 0, memory_order_release);
 }
 
+/* The owner enters its chains' section. True: the plain way (chain_busy),
+ * to be left with owner_chains_leave(lab, true); false: through the lock. */
+static inline bool owner_chains_enter(sh_lab *lab)
+{
+    if (SH_LIKELY(chains_asymmetric)) {
+        /* relaxed, and only a compiler barrier before the load: see above */
+        atomic_store_explicit(&lab->chain_busy, 1, AO_RELAXED);
+        atomic_signal_fence(memory_order_seq_cst);
+        /* acquire: a sweeper's chain writes, released by its unlock */
+        if (SH_LIKELY(!atomic_load_explicit(&lab->chain_lock, memory_order_acquire)))
+            return true;
+        /* release: our earlier sections' writes, for the sweeper that waits */
+        atomic_store_explicit(&lab->chain_busy, 0, memory_order_release);
+    }
+    chains_lock(lab);
+    return false;
+}
+
+static inline void owner_chains_leave(sh_lab *lab, bool plain)
+{
+    if (plain)
+        atomic_store_explicit(&lab->chain_busy, 0, memory_order_release); /* see above */
+    else
+        chains_unlock(lab);
+}
+
+/* A thread other than lab's owner takes its chains (the lock word, then
+ * the owner out of its section); false if !wait and the lock was taken. */
+static bool sweeper_chains_lock(sh_lab *lab, bool wait)
+{
+    if (wait)
+        chains_lock(lab);
+    else if (atomic_exchange_explicit(&lab->chain_lock, 1, memory_order_acquire))
+        return false;
+    if (chains_asymmetric) {
+        /* registered before the first heap: the call does not fail then */
+        (void)sh_os_barrier_all();
+        for (unsigned spins = 0; atomic_load_explicit(&lab->chain_busy, memory_order_acquire); spins++)
+            if (spins % 64 == 63)
+                sched_yield(); /* an owner preempted in its section */
+    }
+    return true;
+}
+
 void sh_lab_lock_chains(sh_lab *lab)
 {
-    chains_lock(lab);
+    (void)sweeper_chains_lock(lab, true);
 }
 
 void sh_lab_unlock_chains(sh_lab *lab)
@@ -580,7 +661,7 @@ bool sh_span_chain_owned(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls, void
     sh_retired *e = retired_entry(lab, s, cls);
     if (!e)
         return false;
-    chains_lock(lab);
+    bool plain = owner_chains_enter(lab);
     *(void **)last = e->first;
     e->first = first;
     if (e->k == 0) {
@@ -590,7 +671,7 @@ bool sh_span_chain_owned(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls, void
     e->k += k;
     if (SH_UNLIKELY(e->k >= e->lim))
         retired_push(h, lab, e, cls);
-    chains_unlock(lab);
+    owner_chains_leave(lab, plain);
     return true;
 }
 
@@ -615,12 +696,12 @@ static void retired_take(sh_lab *lab, sh_span *s, unsigned cls)
 
 void sh_lab_push_retired(sh_heap *h, sh_lab *lab)
 {
-    chains_lock(lab);
+    bool plain = owner_chains_enter(lab);
     for (unsigned cls = 0; cls < SH_NUM_CLASSES; cls++)
         for (unsigned i = 0; lab->retired[cls] && i < SH_RETIRED_RING; i++)
             if (lab->retired[cls][i].k)
                 retired_push(h, lab, &lab->retired[cls][i], cls);
-    chains_unlock(lab);
+    owner_chains_leave(lab, plain);
 }
 
 /* Pushes the chains of every LAB but me (the caller's, may be NULL) that
@@ -640,9 +721,7 @@ void sh_heap_sweep_chains(sh_heap *h, sh_lab *me, bool wait)
         /* relaxed: a hint; the chains are read under the lock */
         if (!lab || lab == me || !atomic_load_explicit(&lab->chains, AO_RELAXED))
             continue;
-        if (wait)
-            chains_lock(lab);
-        else if (!chains_trylock(lab))
+        if (!sweeper_chains_lock(lab, wait))
             continue;
         for (unsigned cls = 0; cls < SH_NUM_CLASSES; cls++) {
             for (unsigned j = 0; lab->retired[cls] && j < SH_RETIRED_RING; j++) {
@@ -689,9 +768,9 @@ bool sh_span_retire(sh_heap *h, sh_lab *lab, sh_span *s)
         stat_move(h, lab, SH_CNT_HOT, SH_CNT_FLOATING);
         /* relaxed: we set the class when we took the span */
         unsigned cls = atomic_load_explicit(&s->size_class, AO_RELAXED);
-        chains_lock(lab);
+        bool plain = owner_chains_enter(lab);
         if (SH_UNLIKELY(!lab->retired[cls]) && !retired_row_new(lab, cls)) {
-            chains_unlock(lab); /* no memory for a ring: the span just floats */
+            owner_chains_leave(lab, plain); /* no memory for a ring: the span just floats */
             return true;
         }
         sh_retired *e = &lab->retired[cls][lab->retired_next[cls]++ % SH_RETIRED_RING];
@@ -701,7 +780,7 @@ bool sh_span_retire(sh_heap *h, sh_lab *lab, sh_span *s)
          * compare it with their own rings); the span is FLOATING with our
          * index, so nobody but us can take it or set it up anew meanwhile */
         atomic_store_explicit(&s->owner_slot, e, AO_RELAXED);
-        chains_unlock(lab);
+        owner_chains_leave(lab, plain);
         return true;
     }
     return false;
@@ -776,9 +855,9 @@ static sh_span *span_take_retired_locked(sh_heap *h, sh_lab *lab, unsigned cls)
 
 static sh_span *span_take_retired(sh_heap *h, sh_lab *lab, unsigned cls)
 {
-    chains_lock(lab);
+    bool plain = owner_chains_enter(lab);
     sh_span *s = span_take_retired_locked(h, lab, cls);
-    chains_unlock(lab);
+    owner_chains_leave(lab, plain);
     return s;
 }
 
@@ -886,9 +965,9 @@ sh_span *sh_span_take_reusable(sh_heap *h, sh_lab *lab, sh_lab *from, unsigned c
                 reusable_set_remove(from, cls, s);
                 pthread_mutex_unlock(&from->lock);
                 lab->local[cls] = sh_block_at(s, sh_anchor_head(a));
-                chains_lock(lab);
+                bool plain = owner_chains_enter(lab);
                 retired_take(lab, s, cls);
-                chains_unlock(lab);
+                owner_chains_leave(lab, plain);
                 stat_move(h, lab, SH_CNT_REUSABLE, SH_CNT_HOT);
                 return s;
             }

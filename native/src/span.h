@@ -32,7 +32,11 @@ void sh_lab_push_retired(sh_heap *h, sh_lab *lab);
 void sh_heap_sweep_chains(sh_heap *h, sh_lab *me, bool wait);
 /* Frees lab's retired-ring rows (heap destroy). */
 void sh_lab_free_retired(sh_lab *lab);
-/* lab's chains lock (fork support, frontend.c's sh_labs_fork) */
+/* Once per process, before the first heap: how the owner of a LAB enters
+ * its retired ring's chains (span.c, "The chains lock"). */
+void sh_span_chains_init(void);
+/* lab's chains lock, taken by a thread that is not its owner (fork
+ * support, frontend.c's sh_labs_fork) */
 void sh_lab_lock_chains(sh_lab *lab);
 void sh_lab_unlock_chains(sh_lab *lab);
 void sh_span_detach(sh_heap *h, sh_lab *lab, sh_span *s, unsigned cls);
