@@ -317,6 +317,18 @@ public final class HandleTable {
 
     // ---- index lists -------------------------------------------------------------
 
+    /**
+     * Adds the entries of the chain from {@code first} (linked through {@link #link}, ending at
+     * {@code NO_INDEX}) and their killed objects' requested bytes to {@code out[0]} and
+     * {@code out[1]}: a walk, for the statistics (a kill keeps the size).
+     */
+    void addChain(int first, long[] out) {
+        for (int i = first; i != NO_INDEX; i = link(i)) {
+            out[0]++;
+            out[1] += size(stateAcquire(i));
+        }
+    }
+
     /** Link of an index in whatever list holds it (free list, limbo, a size class's cache). */
     public int link(int index) {
         return chunks[index >>> CHUNK_SHIFT].link[index & CHUNK_MASK];

@@ -79,8 +79,7 @@ final class HeapCensus {
         long[] waiting = new long[2];
         pendingSlots.addCounters(waiting);
         pendingObjects += waiting[0] + lanePending[0];
-        pendingBytes += lanePending[1];
-        pendingBytes += waiting[1];
+        pendingBytes += waiting[1] + lanePending[1];
         objects += owned[0] - owned[2];
         bytes += owned[1] - owned[3];
         pendingObjects += owned[4];

@@ -94,10 +94,7 @@ public final class LaneLimbo {
      */
     void addPending(int lane, long[] out) {
         for (int s = 0; s < STRIPES; s++) {
-            for (int i = (int) words.get((lane * STRIPES + s) * SPACING); i != HandleTable.NO_INDEX; i = table.link(i)) {
-                out[0]++;
-                out[1] += HandleTable.size(table.stateAcquire(i)); // a kill keeps the size
-            }
+            table.addChain(head(words.get((lane * STRIPES + s) * SPACING)), out);
         }
     }
 }

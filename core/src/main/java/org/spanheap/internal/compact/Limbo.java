@@ -50,6 +50,11 @@ public final class Limbo {
         this.table = table;
     }
 
+    /** {@return the 16-byte units a freed object of {@code size} bytes counts for, at least 1} */
+    static long units(long size) {
+        return Math.max((size + 15) >>> 4, 1);
+    }
+
     /** {@return the calling thread's stripe} (by thread id; the lane limbo's stacks use it too) */
     static int stripeOfCurrentThread() {
         return (int) (Thread.currentThread().threadId() & (STRIPES - 1));
@@ -68,7 +73,7 @@ public final class Limbo {
     /** {@link #push(int, long)} on stripe {@code stripe} (tests make two threads share one). */
     public long push(int stripe, int index, long size) {
         int at = stripe * SPACING;
-        long units = Math.max((size + 15) >>> 4, 1);
+        long units = units(size);
         for (;;) {
             long head = words.get(at);
             table.setLink(index, (int) head); // plain: published by the CAS below (volatile)
@@ -88,7 +93,7 @@ public final class Limbo {
      */
     long count(long size) {
         int at = stripeOfCurrentThread() * SPACING;
-        long units = Math.max((size + 15) >>> 4, 1);
+        long units = units(size);
         return ((words.getAndAdd(at, units << 32) >>> 32) + units) * STRIPES;
     }
 

@@ -337,7 +337,7 @@ final class PageOwnership {
         int tail = head;
         long units = 0;
         for (int i = head; i != HandleTable.NO_INDEX; i = table.link(i)) {
-            units += Math.max((HandleTable.size(table.stateAcquire(i)) + 15) >>> 4, 1);
+            units += Limbo.units(HandleTable.size(table.stateAcquire(i)));
             tail = i;
         }
         return limbo.pushChain(head, tail, units);

@@ -84,11 +84,9 @@ final class ReadyEntries {
      * (caller holds the lane's lock; a walk through every entry, for the statistics).
      */
     void addPending(HandleTable table, long[] out) {
-        for (int k = chainCount; k >= 0; k--) {
-            for (int i = k == chainCount ? head : chains[k]; i != HandleTable.NO_INDEX; i = table.link(i)) {
-                out[0]++;
-                out[1] += HandleTable.size(table.stateAcquire(i)); // a kill keeps the size
-            }
+        table.addChain(head, out);
+        for (int k = 0; k < chainCount; k++) {
+            table.addChain(chains[k], out);
         }
     }
 
